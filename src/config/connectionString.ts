@@ -1,0 +1,141 @@
+import * as E from 'fp-ts/Either';
+import type { RedisOptions } from 'ioredis';
+
+/** What a connection string says, before it becomes ioredis options. */
+export interface DatastoreTarget {
+  readonly endpoints: ReadonlyArray<{ readonly host: string; readonly port: number }>;
+  readonly username?: string;
+  readonly password?: string;
+  readonly tls: boolean;
+  readonly db: number;
+  readonly sentinelMaster?: string;
+  readonly connectTimeoutMs?: number;
+}
+
+const DEFAULT_PORT = 6379;
+
+const parsePort = (s: string, whole: string): E.Either<string, number> =>
+  /^[0-9]{1,5}$/.test(s) && Number(s) >= 1 && Number(s) <= 65535
+    ? E.right(Number(s))
+    : E.left(`invalid port '${s}' in '${whole}'`);
+
+/** `host`, `host:port`, `[v6]`, `[v6]:port`. */
+export const parseEndpoint = (s: string): E.Either<string, { host: string; port: number }> => {
+  const v6 = /^\[([^\]]+)\](?::(.*))?$/.exec(s);
+  if (v6) {
+    const port = v6[2] === undefined ? E.right(DEFAULT_PORT) : parsePort(v6[2], s);
+    return E.map((p: number) => ({ host: v6[1]!, port: p }))(port);
+  }
+  const parts = s.split(':');
+  if (parts.length > 2 || parts[0] === '') return E.left(`invalid endpoint '${s}' (expected host:port)`);
+  const port = parts[1] === undefined ? E.right(DEFAULT_PORT) : parsePort(parts[1], s);
+  return E.map((p: number) => ({ host: parts[0]!, port: p }))(port);
+};
+
+const parseBool = (key: string, v: string): E.Either<string, boolean> => {
+  const l = v.toLowerCase();
+  return l === 'true' ? E.right(true) : l === 'false' ? E.right(false) : E.left(`${key}: expected true or false, got '${v}'`);
+};
+
+const parseUrl = (s: string): E.Either<string, DatastoreTarget> => {
+  let url: URL;
+  try {
+    url = new URL(s);
+  } catch {
+    return E.left(`invalid URL '${redactUrl(s)}'`);
+  }
+  if (url.hostname === '') return E.left(`missing host in '${redactUrl(s)}'`);
+  const dbPart = url.pathname.replace(/^\//, '');
+  if (dbPart !== '' && !/^[0-9]+$/.test(dbPart)) return E.left(`invalid database '${dbPart}' in URL`);
+  const port = url.port === '' ? E.right(DEFAULT_PORT) : parsePort(url.port, redactUrl(s));
+  if (E.isLeft(port)) return port;
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  return E.right({
+    endpoints: [{ host, port: port.right }],
+    ...(url.username !== '' ? { username: decodeURIComponent(url.username) } : {}),
+    ...(url.password !== '' ? { password: decodeURIComponent(url.password) } : {}),
+    tls: url.protocol === 'rediss:',
+    db: dbPart === '' ? 0 : Number(dbPart),
+  });
+};
+
+/** Hides the password of a URL, for error messages. */
+const redactUrl = (s: string): string => s.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+
+/**
+ * `host:port`, the StackExchange.Redis form `host:port,host2:port,password=…,user=…,ssl=true,
+ * defaultDatabase=N,serviceName=…,connectTimeout=ms,abortConnect=…`, or a `redis://`/`rediss://` URL.
+ * Option names are case-insensitive, as in StackExchange.Redis; an unknown option is an error
+ * rather than silently dropped.
+ */
+export const parseConnectionString = (input: string): E.Either<string, DatastoreTarget> => {
+  const s = input.trim();
+  if (/^rediss?:\/\//i.test(s)) return parseUrl(s);
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(s)) return E.left(`unsupported scheme in '${redactUrl(s)}' (use redis:// or rediss://)`);
+  const endpoints: Array<{ host: string; port: number }> = [];
+  let target: { -readonly [K in keyof DatastoreTarget]: DatastoreTarget[K] } = { endpoints, tls: false, db: 0 };
+  for (const partRaw of s.split(',')) {
+    const part = partRaw.trim();
+    if (part === '') continue;
+    const eq = part.indexOf('=');
+    if (eq < 0) {
+      const ep = parseEndpoint(part);
+      if (E.isLeft(ep)) return ep;
+      endpoints.push(ep.right);
+      continue;
+    }
+    const key = part.slice(0, eq).trim();
+    const value = part.slice(eq + 1).trim();
+    switch (key.toLowerCase()) {
+      case 'password':
+        target = { ...target, password: value };
+        break;
+      case 'user':
+        target = { ...target, username: value };
+        break;
+      case 'ssl': {
+        const b = parseBool(key, value);
+        if (E.isLeft(b)) return b;
+        target = { ...target, tls: b.right };
+        break;
+      }
+      case 'defaultdatabase':
+        if (!/^[0-9]+$/.test(value)) return E.left(`defaultDatabase: expected a database number, got '${value}'`);
+        target = { ...target, db: Number(value) };
+        break;
+      case 'servicename':
+        if (value === '') return E.left('serviceName: must not be empty');
+        target = { ...target, sentinelMaster: value };
+        break;
+      case 'connecttimeout':
+        if (!/^[0-9]+$/.test(value) || Number(value) === 0) return E.left(`connectTimeout: expected milliseconds, got '${value}'`);
+        target = { ...target, connectTimeoutMs: Number(value) };
+        break;
+      case 'abortconnect':
+        // Accepted for compatibility with StackExchange.Redis strings; we always keep retrying.
+        break;
+      default:
+        return E.left(
+          `unsupported option '${key}' (supported: password, user, ssl, defaultDatabase, serviceName, connectTimeout, abortConnect)`,
+        );
+    }
+  }
+  if (endpoints.length === 0) return E.left(`no host:port in '${s.replace(/password=[^,]*/i, 'password=***')}'`);
+  return E.right(target);
+};
+
+/** ioredis options for a target. RESP2 is chosen on purpose: stream replies keep their nested-array shape. */
+export const toRedisOptions = (t: DatastoreTarget): RedisOptions => {
+  const first = t.endpoints[0]!;
+  const common: RedisOptions = {
+    protocol: 2,
+    db: t.db,
+    ...(t.username !== undefined ? { username: t.username } : {}),
+    ...(t.password !== undefined ? { password: t.password } : {}),
+    ...(t.tls ? { tls: {} } : {}),
+    ...(t.connectTimeoutMs !== undefined ? { connectTimeout: t.connectTimeoutMs } : {}),
+  };
+  return t.sentinelMaster !== undefined
+    ? { ...common, sentinels: t.endpoints.map((e) => ({ host: e.host, port: e.port })), name: t.sentinelMaster }
+    : { ...common, host: first.host, port: first.port };
+};

@@ -1,0 +1,232 @@
+import * as E from 'fp-ts/Either';
+import { pipe } from 'fp-ts/function';
+import * as t from 'io-ts';
+import { compilePath, type CompiledPath } from '../mapping/path';
+import { CASDU_MAX, IOA_MAX, TYPE_CODES, VALUE_TYPES, type Mapping, type TypeCode, type ValueType } from '../mapping/types';
+import { formatErrors } from './report';
+
+/** CONTRACT 2: the managed settings under `connectors:{ID}:config`, after defaults. */
+export interface ManagedSettings {
+  readonly displayName: string;
+  readonly description: string;
+  readonly logLevel: PinoLevel;
+  readonly isActive: boolean;
+  readonly hostUrls: readonly HostUrl[];
+  readonly webhooks: readonly Webhook[];
+  readonly mappings: readonly Mapping[];
+}
+
+export type PinoLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+
+export interface HostUrl {
+  readonly url: string;
+  /** `undefined` means every interface (`*`, `+`, `[::]`). */
+  readonly host: string | undefined;
+  readonly port: number;
+}
+
+export interface Webhook {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly secret?: string;
+}
+
+const LOG_LEVELS: Record<string, PinoLevel> = {
+  trace: 'trace', debug: 'debug', information: 'info', warning: 'warn',
+  error: 'error', critical: 'fatal', none: 'silent',
+};
+
+const refine = <A>(name: string, check: (u: unknown) => E.Either<string, A>): t.Type<A, unknown, unknown> =>
+  new t.Type<A, unknown, unknown>(
+    name,
+    (u): u is A => E.isRight(check(u)),
+    (u, c) => pipe(check(u), E.fold((message) => t.failure(u, c, message), (a) => t.success(a))),
+    (a) => a,
+  );
+
+/** An optional field: absent is fine, present must decode (no union, so errors keep one message). */
+const optional = <A>(codec: t.Type<A, unknown, unknown>): t.Type<A | undefined, unknown, unknown> =>
+  new t.Type<A | undefined, unknown, unknown>(
+    codec.name,
+    (u): u is A | undefined => u === undefined || codec.is(u),
+    (u, c) => (u === undefined ? t.success(undefined) : codec.validate(u, c)),
+    (a) => a,
+  );
+
+const describe = (u: unknown): string => (u === undefined ? 'nothing' : JSON.stringify(u) ?? String(u));
+
+const intIn = (min: number, max: number) =>
+  refine<number>(`integer ${min}..${max}`, (u) =>
+    typeof u === 'number' && Number.isInteger(u) && u >= min && u <= max
+      ? E.right(u)
+      : E.left(`must be an integer in ${min} to ${max}, got ${describe(u)}`),
+  );
+
+const nonEmptyString = refine<string>('non-empty string', (u) =>
+  typeof u === 'string' && u.length > 0 ? E.right(u) : E.left(`must be a non-empty string, got ${describe(u)}`),
+);
+
+const typeCode = refine<TypeCode>('type code', (u) =>
+  (TYPE_CODES as readonly unknown[]).includes(u) ? E.right(u as TypeCode) : E.left(`must be one of 1, 13, 30, 32, 36, got ${describe(u)}`),
+);
+
+const valueType = refine<ValueType>('value type', (u) =>
+  typeof u === 'string' && (VALUE_TYPES as readonly string[]).includes(u)
+    ? E.right(u as ValueType)
+    : E.left(`must be one of float, int, bool, string, got ${describe(u)}`),
+);
+
+const path = refine<CompiledPath>('path', (u) =>
+  typeof u !== 'string'
+    ? E.left(`must be a path string, got ${describe(u)}`)
+    : pipe(compilePath(u), E.mapLeft((e) => e.message)),
+);
+
+const logLevel = refine<PinoLevel>('log level', (u) => {
+  const level = typeof u === 'string' ? LOG_LEVELS[u.toLowerCase()] : undefined;
+  return level !== undefined
+    ? E.right(level)
+    : E.left(`must be one of Trace, Debug, Information, Warning, Error, Critical, None, got ${describe(u)}`);
+});
+
+const hostUrl = refine<HostUrl>('host URL', (u) => {
+  const m = typeof u === 'string' ? /^http:\/\/(\[[^\]]*\]|[^:/[\]]+):([0-9]{1,5})\/?$/i.exec(u) : null;
+  if (m === null || Number(m[2]) > 65535) return E.left(`must be http://HOST:PORT, got ${describe(u)}`);
+  const rawHost = m[1]!;
+  const all = rawHost === '*' || rawHost === '+' || rawHost === '[::]';
+  return E.right({ url: u as string, host: all ? undefined : rawHost.replace(/^\[(.*)\]$/, '$1'), port: Number(m[2]) });
+});
+
+const webhookUrl = refine<string>('webhook URL', (u) => {
+  if (typeof u !== 'string') return E.left(`must be an http(s) URL, got ${describe(u)}`);
+  try {
+    const url = new URL(u);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? E.right(u) : E.left(`must be an http(s) URL, got ${describe(u)}`);
+  } catch {
+    return E.left(`must be an http(s) URL, got ${describe(u)}`);
+  }
+});
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// A header value may not carry CR, LF or NUL: they would split or end the header.
+const headers = refine<Record<string, string>>('headers', (u) => {
+  if (u === null || typeof u !== 'object' || Array.isArray(u)) return E.left(`must be an object of header names to strings`);
+  for (const [name, value] of Object.entries(u)) {
+    if (/[\r\n]/.test(name)) return E.left(`header name ${JSON.stringify(name)} contains CR or LF`);
+    if (!TOKEN.test(name)) return E.left(`header name ${JSON.stringify(name)} is not a valid HTTP header name`);
+    if (typeof value !== 'string') return E.left(`header '${name}' must be a string`);
+    // The value itself is never echoed: it may be a credential.
+    if (/[\r\n\0]/.test(value)) return E.left(`value of header '${name}' contains CR or LF`);
+  }
+  return E.right(u as Record<string, string>);
+});
+
+const secret = refine<string>('secret', (u) => {
+  if (typeof u !== 'string' || u.length === 0) return E.left('must be a non-empty string');
+  if (u.startsWith('whsec_') && !/^[A-Za-z0-9+/]+={0,2}$/.test(u.slice(6))) return E.left('whsec_ secret must be followed by base64');
+  return E.right(u);
+});
+
+const WebhookCodec = t.type({ url: webhookUrl, headers: optional(headers), secret: optional(secret) });
+
+const MappingCodec = t.type({
+  name: nonEmptyString,
+  topic: nonEmptyString,
+  casdu: intIn(0, CASDU_MAX),
+  ioa: intIn(0, IOA_MAX),
+  type: typeCode,
+  valuePath: path,
+  valueType: optional(valueType),
+  timestampPath: optional(path),
+});
+
+const SettingsCodec = t.partial({
+  displayName: t.string,
+  description: t.string,
+  logLevel,
+  isActive: t.boolean,
+  hostUrls: t.array(hostUrl),
+  webhooks: t.array(WebhookCodec),
+  mappings: t.array(MappingCodec),
+});
+
+export const DEFAULT_HOST_URL = 'http://0.0.0.0:8080';
+
+const withDefaults = (s: t.TypeOf<typeof SettingsCodec>): ManagedSettings => ({
+  displayName: s.displayName ?? '',
+  description: s.description ?? '',
+  logLevel: s.logLevel ?? 'info',
+  isActive: s.isActive ?? true,
+  hostUrls: s.hostUrls ?? [{ url: DEFAULT_HOST_URL, host: '0.0.0.0', port: 8080 }],
+  webhooks: (s.webhooks ?? []).map((w) => ({
+    url: w.url,
+    headers: w.headers ?? {},
+    ...(w.secret !== undefined ? { secret: w.secret } : {}),
+  })),
+  mappings: (s.mappings ?? []).map((m) => ({
+    name: m.name, topic: m.topic, casdu: m.casdu, ioa: m.ioa, type: m.type,
+    valuePath: m.valuePath, valueType: m.valueType ?? 'float',
+    ...(m.timestampPath !== undefined ? { timestampPath: m.timestampPath } : {}),
+  })),
+});
+
+const duplicateNames = (mappings: readonly Mapping[]): string[] => {
+  const seen = new Map<string, number>();
+  return mappings.flatMap((m, i) => {
+    const key = JSON.stringify([m.topic, m.name]);
+    const first = seen.get(key);
+    if (first === undefined) {
+      seen.set(key, i);
+      return [];
+    }
+    return [`mappings[${i}].name: duplicate name '${m.name}' in topic '${m.topic}' (first at mappings[${first}])`];
+  });
+};
+
+/** Decodes an already-parsed JSON value; every problem is reported with its field path. */
+export const decodeManagedSettings = (u: unknown): E.Either<string[], ManagedSettings> => {
+  if (u === null || typeof u !== 'object' || Array.isArray(u)) return E.left([`(root): must be a JSON object, got ${describe(u)}`]);
+  return pipe(
+    SettingsCodec.decode(u),
+    E.mapLeft(formatErrors),
+    E.map(withDefaults),
+    E.chain((s) => {
+      const dups = duplicateNames(s.mappings);
+      return dups.length > 0 ? E.left(dups) : E.right(s);
+    }),
+  );
+};
+
+/** Decodes the text of the config key (or a config file). */
+export const parseManagedSettings = (text: string): E.Either<string[], ManagedSettings> => {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    return E.left([`(root): not valid JSON: ${(err as Error).message}`]);
+  }
+  return decodeManagedSettings(json);
+};
+
+export const DEFAULT_SETTINGS: ManagedSettings = withDefaults({});
+
+/**
+ * The settings a connector acts on, as a canonical string: two configurations are "the same"
+ * (CONTRACT 2) when these are equal, whatever the key order or unknown fields.
+ */
+export const settingsFingerprint = (s: ManagedSettings, connector: 'outbound' | 'inbound'): string =>
+  JSON.stringify({
+    displayName: s.displayName,
+    description: s.description,
+    logLevel: s.logLevel,
+    isActive: s.isActive,
+    hostUrls: s.hostUrls.map((h) => [h.host ?? '*', h.port]),
+    webhooks:
+      connector === 'outbound'
+        ? s.webhooks.map((w) => [w.url, Object.entries(w.headers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)), w.secret ?? null])
+        : [],
+    mappings:
+      connector === 'inbound'
+        ? s.mappings.map((m) => [m.name, m.topic, m.casdu, m.ioa, m.type, m.valuePath.source, m.valueType, m.timestampPath?.source ?? null])
+        : [],
+  });

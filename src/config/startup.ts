@@ -1,0 +1,146 @@
+import * as E from 'fp-ts/Either';
+import { pipe } from 'fp-ts/function';
+
+/**
+ * Startup parameters (CONTRACT 1): `appsettings.json` overridden by environment variables,
+ * keys matched case-insensitively, `__` in an environment variable standing for `:`.
+ */
+export interface StartupSettings {
+  readonly id: string;
+  readonly connectionString: string;
+  readonly datastore: {
+    readonly connectionRetrySeconds: number;
+    readonly streamPollIntervalMilliseconds: number;
+    readonly startFromLatest: boolean;
+    readonly configPollIntervalMilliseconds: number;
+    readonly streamMaxLength: number;
+    /** The consumer name in the group; stable across restarts so own pending entries are re-read. */
+    readonly consumerName: string;
+  };
+  readonly webhooks: {
+    readonly batchWindowMilliseconds: number;
+    readonly batchMaxSize: number;
+    readonly timeoutMilliseconds: number;
+    readonly maxAttempts: number;
+    readonly maxInFlight: number;
+  };
+  readonly http: { readonly maxBodyBytes: number };
+  readonly apiKeys: readonly string[];
+}
+
+type Raw = ReadonlyMap<string, string>;
+type Parser<A> = (name: string, value: string) => E.Either<string, A>;
+
+const positiveInt: Parser<number> = (name, value) =>
+  /^\s*[0-9]+\s*$/.test(value) && Number(value) > 0 && Number.isSafeInteger(Number(value))
+    ? E.right(Number(value))
+    : E.left(`${name}: expected a positive integer, got '${value}'`);
+
+const positiveNumber: Parser<number> = (name, value) => {
+  const n = Number(value);
+  return value.trim() !== '' && Number.isFinite(n) && n > 0
+    ? E.right(n)
+    : E.left(`${name}: expected a positive number, got '${value}'`);
+};
+
+const bool: Parser<boolean> = (name, value) => {
+  const v = value.trim().toLowerCase();
+  return v === 'true' ? E.right(true) : v === 'false' ? E.right(false) : E.left(`${name}: expected true or false, got '${value}'`);
+};
+
+const nonEmptyText: Parser<string> = (name, value) =>
+  value.trim() === '' ? E.left(`${name}: must not be empty`) : E.right(value);
+
+const keyList: Parser<readonly string[]> = (_name, value) =>
+  E.right(value.split(',').map((k) => k.trim()).filter((k) => k.length > 0));
+
+/** The canonical spelling of every parameter, as the README and error messages show it. */
+export const PARAMETERS = {
+  id: 'Id',
+  connectionString: 'ConnectionStrings:Datastore',
+  connectionRetrySeconds: 'Datastore:ConnectionRetrySeconds',
+  streamPollIntervalMilliseconds: 'Datastore:StreamPollIntervalMilliseconds',
+  startFromLatest: 'Datastore:StartFromLatest',
+  configPollIntervalMilliseconds: 'Datastore:ConfigPollIntervalMilliseconds',
+  streamMaxLength: 'Datastore:StreamMaxLength',
+  consumerName: 'Datastore:ConsumerName',
+  batchWindowMilliseconds: 'Webhooks:BatchWindowMilliseconds',
+  batchMaxSize: 'Webhooks:BatchMaxSize',
+  timeoutMilliseconds: 'Webhooks:TimeoutMilliseconds',
+  maxAttempts: 'Webhooks:MaxAttempts',
+  maxInFlight: 'Webhooks:MaxInFlight',
+  maxBodyBytes: 'Http:MaxBodyBytes',
+  apiKeys: 'Authentication:ApiKeys',
+} as const;
+
+/**
+ * Flattens `appsettings.json` (nested objects → `a:b`) and the environment (`A__B` → `a:b`)
+ * into one map of lower-case keys; the environment wins.
+ */
+export const collectRaw = (
+  appsettings: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+): Raw => {
+  const out = new Map<string, string>();
+  const walk = (value: unknown, prefix: string): void => {
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      for (const [k, v] of Object.entries(value)) walk(v, prefix === '' ? k : `${prefix}:${k}`);
+    } else if (prefix !== '' && value !== null && value !== undefined) {
+      out.set(prefix.toLowerCase(), Array.isArray(value) ? value.join(',') : String(value));
+    }
+  };
+  walk(appsettings, '');
+  for (const [k, v] of Object.entries(env)) {
+    if (v !== undefined) out.set(k.replace(/__/g, ':').toLowerCase(), v);
+  }
+  return out;
+};
+
+const param = <A>(raw: Raw, name: string, parse: Parser<A>, fallback: A): E.Either<string, A> => {
+  const value = raw.get(name.toLowerCase());
+  return value === undefined ? E.right(fallback) : parse(name, value);
+};
+
+/** Every startup parameter that does not parse is reported, not only the first. */
+export const loadStartupSettings = (
+  raw: Raw,
+  options: { requireId: boolean; hostname: string },
+): E.Either<string[], StartupSettings> => {
+  const errors: string[] = [];
+  const get = <A>(e: E.Either<string, A>, fallback: A): A =>
+    pipe(e, E.getOrElse((msg: string) => (errors.push(msg), fallback)));
+  const P = PARAMETERS;
+  const idRaw = raw.get(P.id.toLowerCase());
+  const id = idRaw === undefined || idRaw.trim() === '' ? '' : idRaw.trim();
+  if (options.requireId && id === '') errors.push(`${P.id}: the connector Id is required (set the environment variable Id)`);
+  const settings: StartupSettings = {
+    id,
+    connectionString: get(param(raw, P.connectionString, nonEmptyText, 'localhost:6379'), ''),
+    datastore: {
+      connectionRetrySeconds: get(param(raw, P.connectionRetrySeconds, positiveNumber, 2), 2),
+      streamPollIntervalMilliseconds: get(param(raw, P.streamPollIntervalMilliseconds, positiveInt, 500), 500),
+      startFromLatest: get(param(raw, P.startFromLatest, bool, true), true),
+      configPollIntervalMilliseconds: get(param(raw, P.configPollIntervalMilliseconds, positiveInt, 1000), 1000),
+      streamMaxLength: get(param(raw, P.streamMaxLength, positiveInt, 100000), 100000),
+      consumerName: get(param(raw, P.consumerName, nonEmptyText, options.hostname), options.hostname),
+    },
+    webhooks: {
+      batchWindowMilliseconds: get(param(raw, P.batchWindowMilliseconds, positiveInt, 100), 100),
+      batchMaxSize: get(param(raw, P.batchMaxSize, positiveInt, 1000), 1000),
+      timeoutMilliseconds: get(param(raw, P.timeoutMilliseconds, positiveInt, 10000), 10000),
+      maxAttempts: get(param(raw, P.maxAttempts, positiveInt, 5), 5),
+      maxInFlight: get(param(raw, P.maxInFlight, positiveInt, 4), 4),
+    },
+    http: { maxBodyBytes: get(param(raw, P.maxBodyBytes, positiveInt, 1048576), 1048576) },
+    apiKeys: get(param(raw, P.apiKeys, keyList, []), []),
+  };
+  return errors.length > 0 ? E.left(errors) : E.right(deepFreeze(settings));
+};
+
+export const deepFreeze = <A>(value: A): A => {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+};
