@@ -1,0 +1,259 @@
+#!/usr/bin/env node
+import * as E from 'fp-ts/Either';
+import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { Redis } from 'ioredis';
+import { parseConnectionString, toRedisOptions } from './config/connectionString';
+import { parseManagedSettings } from './config/managed';
+import { collectRaw, loadStartupSettings, PARAMETERS, type StartupSettings } from './config/startup';
+import { applyMappings } from './mapping/apply';
+import { byTopic } from './mapping/commands';
+import { failureBody } from './mapping/responses';
+import { buildInbound } from './runtime/inbound';
+import { makeLogger } from './runtime/logger';
+import { buildOutbound } from './runtime/outbound';
+import { configKey, runConnector, type ConnectorKind, type Outcome } from './runtime/connector';
+import { VERSION } from './version';
+
+const HELP: Record<string, string> = {
+  main: `rest-connector ${VERSION}
+
+Usage:
+  rest-connector outbound                 run the outbound connector (GET /api/datapoints, webhooks)
+  rest-connector inbound                  run the inbound connector (POST /api/datapoints?topic=T)
+  rest-connector config validate FILE     check a managed-settings file; exit 0, or 2 with every problem
+  rest-connector config get --id ID       print connectors:{ID}:config; exit 1 when absent
+  rest-connector config set --id ID FILE  validate FILE, then store it as connectors:{ID}:config
+  rest-connector mappings test FILE --topic T PAYLOAD.json
+                                          apply a topic's mappings to a payload; writes nothing
+  rest-connector --version | --help       (each command also takes --help)
+
+Startup parameters come from ./appsettings.json and environment variables (see README).`,
+  outbound: `Usage: rest-connector outbound
+
+Runs the outbound connector: serves GET /api/datapoints and pushes every entry of
+process:updates to the configured webhooks. Requires the startup parameter Id (env Id).
+Exit status: 0 after SIGTERM/SIGINT or a valid configuration change, 2 on a startup error.`,
+  inbound: `Usage: rest-connector inbound
+
+Runs the inbound connector: POST /api/datapoints?topic=T applies the topic's mappings and
+writes the data points atomically. Requires the startup parameter Id (env Id).
+Exit status: 0 after SIGTERM/SIGINT or a valid configuration change, 2 on a startup error.`,
+  'config validate': `Usage: rest-connector config validate FILE
+
+Decodes FILE as managed settings (connectors:{ID}:config). Exit 0 when valid; otherwise
+exit 2 and one line per problem, each naming its field (e.g. mappings[3].valuePath).`,
+  'config get': `Usage: rest-connector config get --id ID
+
+Prints the stored managed settings of connector ID. Exit 1 when the key is absent.
+Connects with ConnectionStrings:Datastore (appsettings.json or ConnectionStrings__Datastore).`,
+  'config set': `Usage: rest-connector config set --id ID FILE
+
+Validates FILE, then writes it to connectors:{ID}:config (running connectors with that Id
+restart on the change). Exit 2 when FILE is invalid; nothing is written then.`,
+  'mappings test': `Usage: rest-connector mappings test FILE --topic T PAYLOAD.json
+
+Applies the mappings of topic T in the settings FILE to the JSON object in PAYLOAD.json and
+prints the data points that would be written (exit 0) or the 422 body (exit 1). Writes nothing.`,
+};
+
+type Io = { out: (s: string) => void; err: (s: string) => void };
+
+const usage = (io: Io, msg: string, help: string): Outcome => {
+  io.err(`${msg}\n\n${help}`);
+  return { code: 2 };
+};
+
+const readText = (file: string): E.Either<string, string> => {
+  try {
+    return E.right(readFileSync(file, 'utf8'));
+  } catch (err) {
+    return E.left(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+};
+
+/** `appsettings.json` in the working directory (optional) and the environment. */
+const startupSettings = (requireId: boolean): E.Either<string[], StartupSettings> => {
+  let appsettings: unknown = {};
+  if (existsSync('appsettings.json')) {
+    try {
+      appsettings = JSON.parse(readFileSync('appsettings.json', 'utf8'));
+    } catch (err) {
+      return E.left([`appsettings.json: not valid JSON: ${(err as Error).message}`]);
+    }
+  }
+  return loadStartupSettings(collectRaw(appsettings, process.env), { requireId, hostname: hostname() });
+};
+
+const redisOptionsOf = (s: StartupSettings) => {
+  const target = parseConnectionString(s.connectionString);
+  return E.isLeft(target)
+    ? E.left([`${PARAMETERS.connectionString}: ${target.left}`])
+    : E.right(toRedisOptions(target.right));
+};
+
+const takeOption = (args: string[], name: string): string | undefined => {
+  const i = args.indexOf(name);
+  if (i < 0 || i + 1 >= args.length) return undefined;
+  const [value] = args.splice(i, 2).slice(1);
+  return value;
+};
+
+const runConnectorCommand = async (kind: ConnectorKind): Promise<Outcome> => {
+  const startup = startupSettings(true);
+  const options = E.chain(redisOptionsOf)(startup);
+  if (E.isLeft(startup)) return { code: 2, message: startup.left.join('; ') };
+  if (E.isLeft(options)) return { code: 2, message: options.left.join('; ') };
+  const log = makeLogger({ connector: kind, id: startup.right.id, version: VERSION });
+  const outcome = await runConnector(kind, startup.right, options.right, log, kind === 'outbound' ? buildOutbound : buildInbound);
+  await new Promise<void>((resolve) => log.flush(() => resolve()));
+  return outcome;
+};
+
+/** A short-lived connection for the operator commands: one attempt, no retries. */
+const withRedis = async <A>(fn: (r: Redis) => Promise<A>): Promise<E.Either<string, A>> => {
+  const startup = startupSettings(false);
+  const options = E.chain(redisOptionsOf)(startup);
+  if (E.isLeft(options)) return E.left(options.left.join('; '));
+  const redis = new Redis({ ...options.right, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: options.right.connectTimeout ?? 5000 });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    return E.right(await fn(redis));
+  } catch (err) {
+    return E.left(`data store: ${(err as Error).message}`);
+  } finally {
+    redis.disconnect();
+  }
+};
+
+const configCommand = async (args: string[], io: Io): Promise<Outcome> => {
+  const sub = args.shift();
+  const help = HELP[`config ${sub}`];
+  if (help === undefined) return usage(io, `unknown config command '${sub ?? ''}'`, HELP.main!);
+  if (args.includes('--help')) {
+    io.out(help);
+    return { code: 0 };
+  }
+  if (sub === 'validate') {
+    if (args.length !== 1) return usage(io, 'config validate takes one FILE', help);
+    const text = readText(args[0]!);
+    if (E.isLeft(text)) return { code: 2, message: text.left };
+    const decoded = parseManagedSettings(text.right);
+    if (E.isLeft(decoded)) {
+      io.err(decoded.left.join('\n'));
+      return { code: 2 };
+    }
+    io.out(`${args[0]}: valid (${decoded.right.webhooks.length} webhooks, ${decoded.right.mappings.length} mappings)`);
+    return { code: 0 };
+  }
+  const id = takeOption(args, '--id');
+  if (id === undefined || id.trim() === '') return usage(io, '--id ID is required', help);
+  if (sub === 'get') {
+    if (args.length !== 0) return usage(io, `unexpected argument '${args[0]}'`, help);
+    const got = await withRedis((r) => r.get(configKey(id)));
+    if (E.isLeft(got)) return { code: 1, message: got.left };
+    if (got.right === null) return { code: 1, message: `${configKey(id)} is not set` };
+    io.out(got.right);
+    return { code: 0 };
+  }
+  if (args.length !== 1) return usage(io, 'config set takes one FILE', help);
+  const text = readText(args[0]!);
+  if (E.isLeft(text)) return { code: 2, message: text.left };
+  const decoded = parseManagedSettings(text.right);
+  if (E.isLeft(decoded)) {
+    io.err(decoded.left.join('\n'));
+    return { code: 2 };
+  }
+  // Stored as the file's JSON, compacted: unknown fields a newer backend added are kept.
+  const stored = JSON.stringify(JSON.parse(text.right));
+  const set = await withRedis((r) => r.set(configKey(id), stored));
+  if (E.isLeft(set)) return { code: 1, message: set.left };
+  io.out(`${configKey(id)} written`);
+  return { code: 0 };
+};
+
+const mappingsCommand = async (args: string[], io: Io): Promise<Outcome> => {
+  const sub = args.shift();
+  const help = HELP['mappings test']!;
+  if (sub !== 'test') return usage(io, `unknown mappings command '${sub ?? ''}'`, HELP.main!);
+  if (args.includes('--help')) {
+    io.out(help);
+    return { code: 0 };
+  }
+  const topic = takeOption(args, '--topic');
+  if (topic === undefined || topic === '') return usage(io, '--topic T is required', help);
+  if (args.length !== 2) return usage(io, 'mappings test takes FILE and PAYLOAD.json', help);
+  const [file, payloadFile] = args as [string, string];
+  const text = readText(file);
+  if (E.isLeft(text)) return { code: 2, message: text.left };
+  const decoded = parseManagedSettings(text.right);
+  if (E.isLeft(decoded)) {
+    io.err(decoded.left.join('\n'));
+    return { code: 2 };
+  }
+  const payloadText = readText(payloadFile);
+  if (E.isLeft(payloadText)) return { code: 2, message: payloadText.left };
+  let payload: unknown;
+  try {
+    payload = JSON.parse(payloadText.right);
+  } catch (err) {
+    return { code: 2, message: `${payloadFile}: not valid JSON: ${(err as Error).message}` };
+  }
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return { code: 2, message: `${payloadFile}: the payload must be a JSON object` };
+  const mappings = byTopic(decoded.right.mappings).get(topic);
+  if (mappings === undefined) return { code: 2, message: `No mappings are configured for topic '${topic}'` };
+  const source = process.env.Id ?? process.env.ID ?? 'mappings-test';
+  const result = applyMappings(mappings, payload, new Date().toISOString(), source);
+  if (E.isLeft(result)) {
+    io.out(JSON.stringify(failureBody(topic, result.left), null, 2));
+    return { code: 1 };
+  }
+  io.out(JSON.stringify({ topic, succeeded: result.right.map((p) => p.mapping.name), datapoints: result.right.map((p) => p.point) }, null, 2));
+  return { code: 0 };
+};
+
+export const main = async (argv: string[], io: Io): Promise<Outcome> => {
+  const args = [...argv];
+  const command = args.shift();
+  switch (command) {
+    case undefined:
+    case '--help':
+    case '-h':
+      io.out(HELP.main!);
+      return { code: command === undefined ? 2 : 0 };
+    case '--version':
+    case '-v':
+      io.out(VERSION);
+      return { code: 0 };
+    case 'outbound':
+    case 'inbound':
+      if (args.includes('--help')) {
+        io.out(HELP[command]!);
+        return { code: 0 };
+      }
+      if (args.length > 0) return usage(io, `unexpected argument '${args[0]}'`, HELP[command]!);
+      return runConnectorCommand(command);
+    case 'config':
+      return configCommand(args, io);
+    case 'mappings':
+      return mappingsCommand(args, io);
+    default:
+      return usage(io, `unknown command '${command}'`, HELP.main!);
+  }
+};
+
+if (require.main === module) {
+  const io: Io = { out: (s) => process.stdout.write(`${s}\n`), err: (s) => process.stderr.write(`${s}\n`) };
+  main(process.argv.slice(2), io).then(
+    ({ code, message }) => {
+      if (message !== undefined) process.stderr.write(`rest-connector: ${message}\n`);
+      // The one place that ends the process: open handles (keep-alive sockets, timers) cannot keep it alive.
+      process.exit(code);
+    },
+    (err: unknown) => {
+      process.stderr.write(`rest-connector: unexpected error: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,83 @@
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { Logger } from '../runtime/logger';
+import { makeApiKeyCheck } from './auth';
+import type { Metrics } from './metrics';
+import { INACTIVE, NOT_CONNECTED, sendError, sendProblem } from './problem';
+
+export interface AppDeps {
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  readonly apiKeys: readonly string[];
+  readonly isConnected: () => boolean;
+  readonly isActive: () => boolean;
+  readonly openapi: () => object;
+  /** The connector's data routes, mounted after authentication and the inactive check. */
+  readonly dataRoutes: express.Router;
+}
+
+const routeOf = (req: Request): string => {
+  const r = (req as Request & { route?: { path?: unknown } }).route;
+  return typeof r?.path === 'string' ? `${req.baseUrl}${r.path}` : 'unmatched';
+};
+
+/** One log line and one metric sample per request, written when the response ends. */
+const requestLog = (log: Logger, metrics: Metrics): RequestHandler => (req, res, next) => {
+  const start = process.hrtime.bigint();
+  res.once('close', () => {
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    const route = routeOf(req);
+    const status = res.headersSent ? res.statusCode : 0;
+    metrics.httpRequests.inc({ route, method: req.method, status: String(status) });
+    metrics.httpDuration.observe({ route, method: req.method }, seconds);
+    log.info({ method: req.method, route, path: req.path, status, durationMs: Math.round(seconds * 1e6) / 1e3, aborted: !res.writableFinished || undefined }, 'request');
+  });
+  next();
+};
+
+export const createApp = (deps: AppDeps): express.Express => {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('query parser', 'simple');
+  app.use(requestLog(deps.log, deps.metrics));
+
+  const authorized = makeApiKeyCheck(deps.apiKeys);
+  const requireKey: RequestHandler = (req, res, next) => {
+    if (deps.apiKeys.length === 0 || authorized(req)) return next();
+    sendProblem(res, 401, 'a valid API key is required (Authorization: Bearer <key> or X-Api-Key)', { 'WWW-Authenticate': 'Bearer' });
+  };
+  const requireActive: RequestHandler = (_req, res, next) => {
+    if (deps.isActive()) return next();
+    sendProblem(res, 503, INACTIVE);
+  };
+
+  app.get('/health/live', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/health/ready', (_req, res) => {
+    const reason = !deps.isConnected() ? NOT_CONNECTED : !deps.isActive() ? INACTIVE : undefined;
+    if (reason === undefined) res.json({ status: 'ready' });
+    else res.status(503).json({ status: 'not ready', reason });
+  });
+  app.get('/metrics', requireKey, async (_req, res) => {
+    deps.metrics.datastoreConnected.set(deps.isConnected() ? 1 : 0);
+    res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+  });
+  app.get('/openapi.json', requireKey, (_req, res) => {
+    res.json(deps.openapi());
+  });
+  app.use('/api', requireKey, requireActive, deps.dataRoutes);
+
+  app.use((req: Request, res: Response) => {
+    sendError(res, 404, 'not_found', `no resource at ${req.method} ${req.path}`);
+  });
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    deps.log.error({ err: err instanceof Error ? err.message : String(err), method: req.method, path: req.path }, 'unexpected error');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    sendProblem(res, 500, 'an unexpected error occurred');
+  });
+  return app;
+};

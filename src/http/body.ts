@@ -1,0 +1,47 @@
+import type { Request } from 'express';
+
+export type BodyResult =
+  | { readonly ok: true; readonly text: string }
+  | { readonly ok: false; readonly reason: 'too_large' | 'aborted' };
+
+/** `application/json`, with parameters such as `charset=utf-8` allowed (CONTRACT 5.1). */
+export const isJsonMediaType = (contentType: string | undefined): boolean => {
+  if (contentType === undefined) return false;
+  const semi = contentType.indexOf(';');
+  return (semi < 0 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'application/json';
+};
+
+/**
+ * Reads the body as UTF-8 text, refusing it as soon as it passes `limit` bytes: by
+ * `Content-Length` before a byte is read, or while reading a chunked body.
+ */
+export const readBody = (req: Request, limit: number): Promise<BodyResult> => {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) return Promise.resolve({ ok: false, reason: 'too_large' });
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (r: BodyResult) => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('aborted', onError);
+      resolve(r);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.pause();
+        done({ ok: false, reason: 'too_large' });
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => done({ ok: true, text: chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8') });
+    const onError = () => done({ ok: false, reason: 'aborted' });
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('aborted', onError);
+  });
+};

@@ -1,0 +1,147 @@
+import * as E from 'fp-ts/Either';
+import { Router } from 'express';
+import type { Redis } from 'ioredis';
+import { applyMappings } from '../mapping/apply';
+import { errorCommands, writeCommands, type Command } from '../mapping/commands';
+import { failureBody, okBody } from '../mapping/responses';
+import type { Mapping } from '../mapping/types';
+import type { Logger } from '../runtime/logger';
+import { isJsonMediaType, readBody } from './body';
+import type { Metrics } from './metrics';
+import { problem, jsonError, type OpenApiPart } from './openapi';
+import { NOT_CONNECTED, sendError, sendProblem } from './problem';
+
+export interface InboundDeps {
+  readonly connectorId: string;
+  readonly topics: ReadonlyMap<string, readonly Mapping[]>;
+  readonly maxBodyBytes: number;
+  readonly streamMaxLength: number;
+  readonly redis: Redis;
+  readonly isConnected: () => boolean;
+  readonly now: () => Date;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+}
+
+/** Runs commands in one MULTI/EXEC; resolves false when EXEC failed or any command in it did. */
+export const execAtomically = async (redis: Redis, commands: readonly Command[]): Promise<E.Either<string, void>> => {
+  try {
+    const replies = await redis.multi(commands as unknown as string[][]).exec();
+    if (replies === null) return E.left('transaction aborted');
+    const failed = replies.find(([err]) => err !== null);
+    return failed === undefined ? E.right(undefined) : E.left(String(failed[0]));
+  } catch (err) {
+    return E.left((err as Error).message);
+  }
+};
+
+/** CONTRACT 5.1: every check of the table, in its order, then the all-or-nothing write. */
+export const inboundRoutes = (d: InboundDeps): Router => {
+  const router = Router();
+  router.post('/datapoints', async (req, res) => {
+    const receivedAt = d.now().toISOString();
+    const topic = req.query.topic;
+    if (typeof topic !== 'string' || topic === '') {
+      sendError(res, 400, 'missing_topic', "query parameter 'topic' is required, once, and must not be empty");
+      return;
+    }
+    if (!isJsonMediaType(req.headers['content-type'])) {
+      sendError(res, 415, 'unsupported_media_type', 'the content type must be application/json');
+      return;
+    }
+    const body = await readBody(req, d.maxBodyBytes);
+    if (!body.ok) {
+      if (body.reason === 'too_large') {
+        // The rest of the body is not read: close the connection after answering.
+        res.set('Connection', 'close');
+        sendError(res, 413, 'payload_too_large', `the body exceeds ${d.maxBodyBytes} bytes`);
+      }
+      return;
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(body.text);
+    } catch (err) {
+      sendError(res, 400, 'invalid_json', `the body is not valid JSON: ${(err as Error).message}`);
+      return;
+    }
+    if (json === null || typeof json !== 'object' || Array.isArray(json)) {
+      sendError(res, 400, 'invalid_body', 'the body must be a JSON object');
+      return;
+    }
+    const mappings = d.topics.get(topic);
+    if (mappings === undefined) {
+      sendError(res, 404, 'unknown_topic', `No mappings are configured for topic '${topic}'`);
+      return;
+    }
+    if (!d.isConnected()) {
+      sendProblem(res, 503, NOT_CONNECTED);
+      return;
+    }
+    const result = applyMappings(mappings, json, receivedAt, d.connectorId);
+    if (E.isRight(result)) {
+      d.metrics.mappingOutcomes.inc({ topic, outcome: 'succeeded' }, result.right.length);
+      const written = await execAtomically(d.redis, writeCommands(result.right, d.connectorId, d.streamMaxLength));
+      if (E.isLeft(written)) {
+        d.metrics.inboundWrites.inc({ outcome: 'failed' });
+        d.log.error({ topic, err: written.left }, 'writing the data points failed; nothing was written');
+        sendProblem(res, 503, NOT_CONNECTED);
+        return;
+      }
+      d.metrics.inboundWrites.inc({ outcome: 'written' });
+      res.status(200).type('application/json').send(JSON.stringify(okBody(topic, result.right)));
+      return;
+    }
+    const failures = result.left;
+    d.metrics.mappingOutcomes.inc({ topic, outcome: 'failed' }, failures.failed.length);
+    if (failures.succeeded.length > 0) d.metrics.mappingOutcomes.inc({ topic, outcome: 'succeeded' }, failures.succeeded.length);
+    const recorded = await execAtomically(d.redis, errorCommands(d.connectorId, topic, failures));
+    if (E.isLeft(recorded)) {
+      d.metrics.inboundWrites.inc({ outcome: 'failed' });
+      d.log.error({ topic, err: recorded.left }, 'recording the mapping errors failed');
+      sendProblem(res, 503, NOT_CONNECTED);
+      return;
+    }
+    d.metrics.inboundWrites.inc({ outcome: 'rejected' });
+    d.log.warn({ topic, failed: failures.failed.map((f) => ({ signalId: f.mapping.name, error: f.error })) }, 'mappings failed; nothing written');
+    res.status(422).type('application/json').send(JSON.stringify(failureBody(topic, failures)));
+  });
+  return router;
+};
+
+export const inboundOpenApi: OpenApiPart = {
+  paths: {
+    '/api/datapoints': {
+      post: {
+        summary: "Apply the topic's mappings to a JSON object and write the data points, all or nothing",
+        parameters: [{ name: 'topic', in: 'query', required: true, schema: { type: 'string', minLength: 1 } }],
+        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
+        responses: {
+          '200': { description: 'every mapping succeeded and the data points were written', content: { 'application/json': { schema: { $ref: '#/components/schemas/InboundSuccess' } } } },
+          '400': jsonError('missing_topic, invalid_json or invalid_body'),
+          '401': problem('API keys are configured and none valid was given'),
+          '404': jsonError("unknown_topic: No mappings are configured for topic 'T'"),
+          '413': jsonError('payload_too_large'),
+          '415': jsonError('unsupported_media_type'),
+          '422': { description: 'one or more mappings failed; nothing was written', content: { 'application/json': { schema: { $ref: '#/components/schemas/InboundFailure' } } } },
+          '503': problem('connector inactive, or data store not connected'),
+        },
+      },
+    },
+  },
+  schemas: {
+    InboundSuccess: {
+      type: 'object', required: ['topic', 'succeeded'],
+      properties: { topic: { type: 'string' }, succeeded: { type: 'array', items: { type: 'string' } } },
+    },
+    InboundFailure: {
+      type: 'object', required: ['topic', 'message', 'failed', 'succeeded'],
+      properties: {
+        topic: { type: 'string' },
+        message: { type: 'string', examples: ['1 of 3 mappings failed'] },
+        failed: { type: 'array', items: { type: 'object', required: ['signalId', 'error'], properties: { signalId: { type: 'string' }, error: { type: 'string' } } } },
+        succeeded: { type: 'array', items: { type: 'object', required: ['signalId'], properties: { signalId: { type: 'string' } } } },
+      },
+    },
+  },
+};

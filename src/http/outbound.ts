@@ -1,0 +1,187 @@
+import * as E from 'fp-ts/Either';
+import { Router, type Response } from 'express';
+import type { Redis } from 'ioredis';
+import { processImageKey } from '../mapping/types';
+import type { Logger } from '../runtime/logger';
+import type { Metrics } from './metrics';
+import { problem, type OpenApiPart } from './openapi';
+import { decodePointFilter, parseImageKey, scanPattern, type PointFilter } from './outboundQuery';
+import { NOT_CONNECTED, sendError, sendProblem } from './problem';
+
+export interface OutboundDeps {
+  readonly redis: Redis;
+  readonly isConnected: () => boolean;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  /** Keys per MGET, and MGETs in flight ahead of the one being written. */
+  readonly chunkSize?: number;
+  readonly chunksAhead?: number;
+}
+
+const SCAN_COUNT = 10000;
+
+/** Keys matching the filter, deduplicated (SCAN may repeat a key), sorted by casdu then ioa. */
+const findKeys = async (redis: Redis, f: PointFilter): Promise<string[]> => {
+  const pattern = scanPattern(f);
+  const found = new Map<string, number>();
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
+    for (const key of keys) {
+      const addr = parseImageKey(key);
+      // casdu < 2^16 and ioa < 2^24: one exact number orders by casdu, then ioa.
+      if (addr !== undefined) found.set(key, addr.casdu * 16777216 + addr.ioa);
+    }
+    cursor = next;
+  } while (cursor !== '0');
+  return [...found.entries()].sort((a, b) => a[1] - b[1]).map(([key]) => key);
+};
+
+/** A stored value goes out as stored (unknown fields kept) when it is a JSON object. */
+const isJsonObjectText = (text: string): boolean => {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v !== null && typeof v === 'object' && !Array.isArray(v);
+  } catch {
+    return false;
+  }
+};
+
+const write = (res: Response, chunk: string): Promise<void> =>
+  res.write(chunk) ? Promise.resolve() : new Promise((resolve, reject) => {
+    const onDrain = () => { res.off('close', onClose); resolve(); };
+    const onClose = () => { res.off('drain', onDrain); reject(new Error('client went away')); };
+    res.once('drain', onDrain);
+    res.once('close', onClose);
+  });
+
+/**
+ * Streams `{"datapoints":[…]}` chunk by chunk: memory holds the key list and a few chunks of
+ * values, never all values. A failure after the head was sent aborts the response, so a
+ * client never takes a truncated list for a complete one.
+ */
+const streamPoints = async (d: OutboundDeps, res: Response, keys: readonly string[]): Promise<void> => {
+  const size = d.chunkSize ?? 1000;
+  const ahead = d.chunksAhead ?? 4;
+  const chunks: string[][] = [];
+  for (let i = 0; i < keys.length; i += size) chunks.push(keys.slice(i, i + size));
+  const fetches: Array<Promise<Array<string | null>>> = [];
+  const fetch = (i: number) => {
+    if (i < chunks.length && fetches[i] === undefined) {
+      const p = d.redis.mget(...chunks[i]!);
+      p.catch(() => undefined); // observed when awaited below; this only prevents an unhandled rejection
+      fetches[i] = p;
+    }
+  };
+  for (let i = 0; i < ahead; i++) fetch(i);
+  res.status(200).type('application/json');
+  let first = true;
+  let count = 0;
+  let skipped = 0;
+  let out = '{"datapoints":[';
+  for (let i = 0; i < chunks.length; i++) {
+    const values = await fetches[i]!;
+    fetches[i] = Promise.resolve([]); // release the chunk
+    fetch(i + ahead);
+    const chunkKeys = chunks[i]!;
+    for (let j = 0; j < values.length; j++) {
+      const v = values[j];
+      if (v === null || v === undefined) continue; // deleted since SCAN
+      if (!isJsonObjectText(v)) {
+        skipped++;
+        d.log.warn({ key: chunkKeys[j] }, 'stored value is not a JSON object; left out');
+        continue;
+      }
+      out += first ? v : `,${v}`;
+      first = false;
+      count++;
+    }
+    await write(res, out);
+    out = '';
+  }
+  res.end(`${out}]}`);
+  d.metrics.getPoints.inc(count);
+  if (skipped > 0) d.metrics.getSkipped.inc(skipped);
+};
+
+export const outboundRoutes = (d: OutboundDeps): Router => {
+  const router = Router();
+  router.get('/datapoints', async (req, res) => {
+    const filter = decodePointFilter(req.query as Record<string, unknown>);
+    if (E.isLeft(filter)) {
+      sendError(res, 400, filter.left.code, filter.left.message);
+      return;
+    }
+    if (!d.isConnected()) {
+      sendProblem(res, 503, NOT_CONNECTED);
+      return;
+    }
+    const f = filter.right;
+    let keys: string[];
+    try {
+      if (f.casdu !== undefined && f.ioa !== undefined) {
+        const key = processImageKey(f.casdu, f.ioa);
+        const value = await d.redis.get(key);
+        if (value !== null && !isJsonObjectText(value)) {
+          d.metrics.getSkipped.inc();
+          d.log.warn({ key }, 'stored value is not a JSON object; left out');
+        }
+        const ok = value !== null && isJsonObjectText(value);
+        if (ok) d.metrics.getPoints.inc();
+        res.status(200).type('application/json').send(ok ? `{"datapoints":[${value}]}` : '{"datapoints":[]}');
+        return;
+      }
+      keys = await findKeys(d.redis, f);
+    } catch (err) {
+      d.log.warn({ err: (err as Error).message }, 'reading data points failed');
+      sendProblem(res, 503, NOT_CONNECTED);
+      return;
+    }
+    try {
+      await streamPoints(d, res, keys);
+    } catch (err) {
+      d.log.error({ err: (err as Error).message }, 'data store failed while streaming; response aborted');
+      if (res.headersSent) res.destroy();
+      else sendProblem(res, 503, NOT_CONNECTED);
+    }
+  });
+  return router;
+};
+
+export const dataPointSchema = {
+  type: 'object',
+  required: ['casdu', 'ioa', 'type', 'value', 'timestamp', 'source'],
+  additionalProperties: true,
+  properties: {
+    casdu: { type: 'integer', minimum: 0, maximum: 65535 },
+    ioa: { type: 'integer', minimum: 0, maximum: 16777215 },
+    type: { type: 'integer', enum: [1, 13, 30, 32, 36] },
+    value: { type: ['boolean', 'number'], description: 'boolean for 1 and 30; number for 13 and 36; integer -64..63 for 32' },
+    timestamp: { type: 'string', format: 'date-time', examples: ['2026-11-21T10:15:00.000Z'] },
+    source: { type: 'string', description: 'Id of the connector that wrote the point' },
+  },
+};
+
+export const outboundOpenApi: OpenApiPart = {
+  paths: {
+    '/api/datapoints': {
+      get: {
+        summary: 'Current data points, sorted by casdu then ioa',
+        parameters: [
+          { name: 'casdu', in: 'query', required: false, schema: { type: 'string', pattern: '^[0-9]+$' }, description: '0 to 65535' },
+          { name: 'ioa', in: 'query', required: false, schema: { type: 'string', pattern: '^[0-9]+$' }, description: '0 to 16777215' },
+        ],
+        responses: {
+          '200': { description: 'matching points', content: { 'application/json': { schema: { $ref: '#/components/schemas/DataPointList' } } } },
+          '400': { description: 'invalid_casdu or invalid_ioa', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+          '401': problem('API keys are configured and none valid was given'),
+          '503': problem('connector inactive, or data store not connected'),
+        },
+      },
+    },
+  },
+  schemas: {
+    DataPoint: dataPointSchema,
+    DataPointList: { type: 'object', required: ['datapoints'], properties: { datapoints: { type: 'array', items: { $ref: '#/components/schemas/DataPoint' } } } },
+  },
+};

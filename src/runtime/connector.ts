@@ -1,0 +1,174 @@
+import * as E from 'fp-ts/Either';
+import type { Router } from 'express';
+import type { RedisOptions } from 'ioredis';
+import { defer, type Subscription } from 'rxjs';
+import { parseManagedSettings, DEFAULT_SETTINGS, type ManagedSettings } from '../config/managed';
+import type { StartupSettings } from '../config/startup';
+import { createApp } from '../http/app';
+import { makeMetrics, type Metrics } from '../http/metrics';
+import { openApiDocument, type OpenApiPart } from '../http/openapi';
+import { watchConfig$ } from '../streams/watchConfig';
+import { VERSION } from '../version';
+import { connectDatastore, type Datastore } from './datastore';
+import type { Logger } from './logger';
+import { listenAll, type Listening } from './servers';
+
+export type ConnectorKind = 'outbound' | 'inbound';
+
+/** In-flight work is given this long to finish on a graceful stop (CONTRACT 2). */
+export const GRACE_MS = 10_000;
+
+export interface ConnectorContext {
+  readonly startup: StartupSettings;
+  readonly settings: ManagedSettings;
+  readonly datastore: Datastore;
+  readonly redisOptions: RedisOptions;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+}
+
+export interface Background {
+  /** Finishes what is under way by `deadline` (epoch ms) and releases its resources. */
+  stop(deadline: number): Promise<void>;
+}
+
+export interface ConnectorParts {
+  readonly dataRoutes: Router;
+  readonly openapi: OpenApiPart;
+  /** Work that runs beside the HTTP servers (the outbound push pipeline). */
+  readonly start?: () => Background;
+}
+
+export type Outcome = { readonly code: number; readonly message?: string };
+
+export const configKey = (id: string): string => `connectors:${id}:config`;
+
+/** Reads the config key once connected, trying again while the connection comes and goes. */
+const loadConfigText = async (ds: Datastore, key: string, log: Logger): Promise<string | null> => {
+  for (;;) {
+    await ds.ready();
+    try {
+      return await ds.client.get(key);
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'reading the configuration failed; trying again');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+};
+
+/**
+ * The composition root shared by both connectors: connect, load the configuration, listen,
+ * start the background work, watch the config key, and own the graceful stop.
+ */
+export const runConnector = async (
+  kind: ConnectorKind,
+  startup: StartupSettings,
+  redisOptions: RedisOptions,
+  log: Logger,
+  build: (ctx: ConnectorContext) => ConnectorParts,
+): Promise<Outcome> => {
+  let signalled: (() => void) | undefined;
+  const signal = new Promise<'signal'>((resolve) => {
+    signalled = () => resolve('signal');
+  });
+  const onSignal = (name: string) => () => {
+    log.info({ signal: name }, 'stopping');
+    signalled?.();
+  };
+  const handlers = { SIGTERM: onSignal('SIGTERM'), SIGINT: onSignal('SIGINT') };
+  process.once('SIGTERM', handlers.SIGTERM);
+  process.once('SIGINT', handlers.SIGINT);
+  const detachSignals = () => {
+    process.off('SIGTERM', handlers.SIGTERM);
+    process.off('SIGINT', handlers.SIGINT);
+  };
+
+  const datastore = connectDatastore(redisOptions, startup.datastore.connectionRetrySeconds, log);
+  const key = configKey(startup.id);
+  const first = await Promise.race([loadConfigText(datastore, key, log), signal]);
+  if (first === 'signal') {
+    await datastore.close();
+    detachSignals();
+    return { code: 0 };
+  }
+  const raw = first;
+  let settings: ManagedSettings;
+  if (raw === null) {
+    settings = DEFAULT_SETTINGS;
+    log.info({ key }, 'no configuration stored; running on the defaults and watching the key');
+  } else {
+    const decoded = parseManagedSettings(raw);
+    if (E.isLeft(decoded)) {
+      await datastore.close();
+      detachSignals();
+      return { code: 2, message: `${key} is invalid: ${decoded.left.join('; ')}` };
+    }
+    settings = decoded.right;
+  }
+  log.level = settings.logLevel;
+  log.info(
+    { key, displayName: settings.displayName, isActive: settings.isActive, hostUrls: settings.hostUrls.map((h) => h.url), webhooks: settings.webhooks, mappings: settings.mappings.length },
+    'configuration loaded',
+  );
+
+  const metrics = makeMetrics();
+  const connectedSub = datastore.connected$.subscribe((c) => metrics.datastoreConnected.set(c ? 1 : 0));
+  const ctx: ConnectorContext = { startup, settings, datastore, redisOptions, log, metrics };
+  const parts = build(ctx);
+  const app = createApp({
+    log,
+    metrics,
+    apiKeys: startup.apiKeys,
+    isConnected: datastore.isConnected,
+    isActive: () => settings.isActive,
+    dataRoutes: parts.dataRoutes,
+    openapi: () => openApiDocument(`rest-connectors ${kind}`, VERSION, startup.apiKeys.length > 0, parts.openapi),
+  });
+
+  let listening: Listening;
+  try {
+    listening = await listenAll(app, settings.hostUrls);
+  } catch (err) {
+    connectedSub.unsubscribe();
+    await datastore.close();
+    detachSignals();
+    return { code: 2, message: `cannot listen on ${settings.hostUrls.map((h) => h.url).join(', ')}: ${(err as Error).message}` };
+  }
+  log.info({ addresses: listening.addresses }, `${kind} connector listening`);
+  const background = parts.start?.();
+
+  let stopWatch: () => void = () => undefined;
+  const changed = new Promise<'changed'>((resolve) => {
+    const sub: Subscription = watchConfig$({
+      read: () => defer(() => datastore.client.get(key)),
+      initialRaw: raw,
+      current: settings,
+      connector: kind,
+      intervalMs: startup.datastore.configPollIntervalMilliseconds,
+    }).subscribe((event) => {
+      switch (event.kind) {
+        case 'changed':
+          log.info({ key }, 'configuration changed; stopping so that the orchestrator restarts the connector');
+          sub.unsubscribe();
+          resolve('changed');
+          break;
+        case 'invalid':
+          log.error({ key, errors: event.errors }, 'configuration change is invalid; keeping the current configuration');
+          break;
+        case 'deleted':
+          log.warn({ key }, 'configuration key deleted; keeping the current configuration');
+          break;
+      }
+    });
+    stopWatch = () => sub.unsubscribe();
+  });
+  await Promise.race([signal, changed]);
+  stopWatch();
+  const deadline = Date.now() + GRACE_MS;
+  await Promise.all([listening.close(GRACE_MS), background?.stop(deadline)]);
+  connectedSub.unsubscribe();
+  await datastore.close();
+  detachSignals();
+  log.info('stopped');
+  return { code: 0 };
+};

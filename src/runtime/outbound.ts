@@ -1,0 +1,168 @@
+import { defer, EMPTY, exhaustMap, from, interval, mergeMap, type Observable, catchError, concat, tap, ignoreElements } from 'rxjs';
+import type { Webhook } from '../config/managed';
+import { outboundOpenApi, outboundRoutes } from '../http/outbound';
+import { webhookLane, exponentialBackoff, QUEUE_CAP, type AttemptResult, type LaneObserver } from '../streams/deliver';
+import { readGroupHealth, makeLossTracker } from '../streams/lossMonitor';
+import { pushPipeline$ } from '../streams/pipeline';
+import { readUpdates$ } from '../streams/reader';
+import { ackWith, deadLetterWith, groupName, redisStreamPort } from '../streams/redisPort';
+import { axiosPostBatch } from '../streams/webhookClient';
+import { VERSION } from '../version';
+import type { Background, ConnectorContext, ConnectorParts } from './connector';
+import { connectDatastore } from './datastore';
+
+/** A webhook as logs and metric labels show it: index and host, never the full URL or headers. */
+export const webhookHost = (w: Webhook): string => {
+  try {
+    return new URL(w.url).host;
+  } catch {
+    return 'invalid';
+  }
+};
+
+/** The URL without credentials or query (it may carry a token), for error logs. */
+const safeUrl = (w: Webhook): string => {
+  try {
+    const u = new URL(w.url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return 'invalid';
+  }
+};
+
+const resultLabel = (r: AttemptResult): string =>
+  r.status !== undefined ? `${Math.floor(r.status / 100)}xx` : r.ok ? '2xx' : /timeout/.test(r.reason) ? 'timeout' : 'network';
+
+const LOSS_CHECK_MS = 5000;
+
+const startPush = (ctx: ConnectorContext): Background => {
+  const { startup, settings, metrics } = ctx;
+  const log = ctx.log.child({ component: 'push' });
+  const retryMs = Math.round(startup.datastore.connectionRetrySeconds * 1000);
+  const group = groupName(startup.id);
+  const reader = connectDatastore(ctx.redisOptions, startup.datastore.connectionRetrySeconds, log, 'stream-reader');
+  const port = redisStreamPort(reader.client, group, startup.datastore.consumerName);
+  const http = axiosPostBatch(startup.webhooks.timeoutMilliseconds, `rest-connectors/${VERSION}`);
+  const redis = ctx.datastore.client;
+  let stopping = false;
+
+  const tracker = makeLossTracker();
+  const checkLoss$: Observable<never> = defer(() => readGroupHealth(redis, group)).pipe(
+    tap((h) => {
+      if (h === null) return;
+      metrics.groupPending.set(h.pending);
+      if (h.lag !== null) metrics.groupLag.set(h.lag);
+      const r = tracker(h);
+      if (r.newlyLost === null) log.error({ group }, 'entries of process:updates were trimmed before this connector read them (Redis cannot tell how many)');
+      else if (r.newlyLost > 0) {
+        metrics.entriesLost.inc(r.newlyLost);
+        log.error({ group, lost: r.newlyLost }, 'entries of process:updates were trimmed before this connector read them');
+      }
+      if (r.lagWarning) log.warn({ group, lag: h.lag, length: h.length }, 'consumer group lag is over half of the stream length; entries may be trimmed before they are read');
+    }),
+    ignoreElements(),
+    catchError((err: Error) => {
+      log.debug({ err: err.message }, 'stream health check failed');
+      return EMPTY;
+    }),
+  );
+
+  const observerFor = (index: number, w: Webhook): LaneObserver => {
+    const host = webhookHost(w);
+    const labels = { webhook: String(index), host };
+    return {
+      attempt: (r, n, seconds, willRetry) => {
+        metrics.attempts.inc({ ...labels, result: resultLabel(r) });
+        metrics.deliveryLatency.observe(labels, seconds);
+        if (!r.ok) log.warn({ webhook: index, host, status: r.status, reason: r.reason, attempt: n, willRetry }, 'webhook attempt failed');
+      },
+      finished: (batch, outcome, attempts, reason) => {
+        metrics.deliveries.inc({ ...labels, outcome });
+        if (outcome === 'deadlettered') {
+          const kind = attempts === 0 ? 'overflow' : /after \d+ attempts$/.test(reason ?? '') ? 'exhausted' : 'rejected';
+          metrics.deadLettered.inc({ ...labels, reason: kind });
+          log.error({ webhook: index, url: safeUrl(w), reason, attempts, webhookId: batch.webhookId, points: batch.size }, 'batch dead-lettered');
+        }
+      },
+      queueDepth: (d) => metrics.queueDepth.set(labels, d),
+    };
+  };
+
+  const entries$ = from(reader.ready()).pipe(
+    mergeMap(() => concat(checkLoss$, readUpdates$(port, {
+      startFromLatest: startup.datastore.startFromLatest,
+      count: Math.min(startup.webhooks.batchMaxSize, 10000),
+      blockMs: startup.datastore.streamPollIntervalMilliseconds,
+      retryMs,
+      claimIdleMs: 60_000,
+      claimEveryMs: 30_000,
+      isStopping: () => stopping,
+      onError: (err) => log.warn({ err: (err as Error).message, retryInSeconds: startup.datastore.connectionRetrySeconds }, 'reading process:updates failed; retrying'),
+    }))),
+    mergeMap((chunk) => {
+      metrics.entriesRead.inc(chunk.length);
+      return from(chunk);
+    }),
+  );
+
+  const pipeline$ = entries$.pipe(
+    pushPipeline$({
+      webhooks: settings.webhooks,
+      windowMs: startup.webhooks.batchWindowMilliseconds,
+      maxSize: startup.webhooks.batchMaxSize,
+      lane: (index, webhook) =>
+        webhookLane({
+          index,
+          webhook,
+          post: http.post,
+          maxAttempts: startup.webhooks.maxAttempts,
+          maxInFlight: startup.webhooks.maxInFlight,
+          queueCap: QUEUE_CAP,
+          backoff: exponentialBackoff(),
+          deadLetter: deadLetterWith(redis, startup.id, retryMs),
+          observer: observerFor(index, webhook),
+        }),
+      ack: ackWith(redis, group, retryMs),
+      onUndecodable: (id, reason) => log.warn({ id, reason }, 'stream entry skipped and acknowledged'),
+      onBatch: (b) => metrics.batchSize.observe(b.size),
+    }),
+  );
+
+  let finished!: () => void;
+  const done = new Promise<void>((resolve) => (finished = resolve));
+  // The one subscription of the push side; its errors cannot end delivery silently.
+  const subscription = pipeline$.subscribe({
+    error: (err: unknown) => {
+      log.fatal({ err: err instanceof Error ? err.message : String(err) }, 'push pipeline failed');
+      finished();
+    },
+    complete: () => finished(),
+  });
+  const monitor = interval(LOSS_CHECK_MS).pipe(exhaustMap(() => checkLoss$)).subscribe();
+  log.info({ group, consumer: startup.datastore.consumerName, webhooks: settings.webhooks.length }, 'push pipeline started');
+
+  return {
+    stop: async (deadline) => {
+      stopping = true;
+      monitor.unsubscribe();
+      const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), Math.max(0, deadline - Date.now())).unref());
+      const how = await Promise.race([done, timeout]);
+      if (how === 'timeout') log.warn('in-flight deliveries did not finish in time; their entries stay pending and are delivered after the restart');
+      subscription.unsubscribe();
+      http.close();
+      await reader.close();
+    },
+  };
+};
+
+export const buildOutbound = (ctx: ConnectorContext): ConnectorParts => ({
+  dataRoutes: outboundRoutes({
+    redis: ctx.datastore.client,
+    isConnected: ctx.datastore.isConnected,
+    log: ctx.log.child({ component: 'pull' }),
+    metrics: ctx.metrics,
+  }),
+  openapi: outboundOpenApi,
+  // CONTRACT 2: an inactive outbound connector neither reads nor acknowledges the stream.
+  ...(ctx.settings.isActive ? { start: () => startPush(ctx) } : {}),
+});
