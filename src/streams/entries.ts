@@ -1,0 +1,85 @@
+/** One entry of `process:updates` as read; `fields` is null when the entry was trimmed while pending. */
+export interface StreamEntry {
+  readonly id: string;
+  readonly fields: readonly string[] | null;
+}
+
+/** An entry decoded into the data point object a webhook receives (CONTRACT 4.2). */
+export interface DecodedEntry {
+  readonly id: string;
+  readonly point: Readonly<Record<string, unknown>>;
+}
+
+export type DecodeResult = { readonly ok: true; readonly entry: DecodedEntry } | { readonly ok: false; readonly id: string; readonly reason: string };
+
+const isStringArray = (u: unknown): u is string[] => Array.isArray(u) && u.every((x) => typeof x === 'string');
+
+/** `[id, [field, value, …]]` or `[id, null]` (RESP2). Anything else is a protocol surprise: thrown. */
+const decodeEntryReply = (u: unknown): StreamEntry => {
+  if (Array.isArray(u) && u.length === 2 && typeof u[0] === 'string' && (u[1] === null || (isStringArray(u[1]) && u[1].length % 2 === 0))) {
+    return { id: u[0], fields: u[1] };
+  }
+  throw new Error(`unexpected stream entry reply: ${JSON.stringify(u)?.slice(0, 200)}`);
+};
+
+export const decodeEntries = (u: unknown): StreamEntry[] => {
+  if (!Array.isArray(u)) throw new Error(`unexpected entry list reply: ${JSON.stringify(u)?.slice(0, 200)}`);
+  return u.map(decodeEntryReply);
+};
+
+/**
+ * An `XREAD`/`XREADGROUP` reply under RESP2: `null` on timeout, else `[[stream, [entry, …]], …]`.
+ * (RESP3 would answer a map instead: the connection is opened with protocol 2 on purpose.)
+ */
+export const decodeReadReply = (u: unknown, stream: string): StreamEntry[] => {
+  if (u === null) return [];
+  if (!Array.isArray(u)) throw new Error(`unexpected XREADGROUP reply: ${JSON.stringify(u)?.slice(0, 200)}`);
+  const out: StreamEntry[] = [];
+  for (const s of u) {
+    if (!Array.isArray(s) || s.length !== 2 || s[0] !== stream) throw new Error(`unexpected XREADGROUP stream reply: ${JSON.stringify(s)?.slice(0, 200)}`);
+    out.push(...decodeEntries(s[1]));
+  }
+  return out;
+};
+
+/** `XAUTOCLAIM` reply: `[next-start, [entry, …], [deleted-id, …]]` (the last from Redis 7 on). */
+export const decodeAutoclaimReply = (u: unknown): { next: string; entries: StreamEntry[] } => {
+  if (!Array.isArray(u) || u.length < 2 || typeof u[0] !== 'string') throw new Error(`unexpected XAUTOCLAIM reply: ${JSON.stringify(u)?.slice(0, 200)}`);
+  return { next: u[0], entries: decodeEntries(u[1]) };
+};
+
+const ADDRESS = /^[0-9]+$/;
+
+/**
+ * CONTRACT 4.2: `data` parsed; `casdu`, `ioa`, `source` filled from the entry's fields where
+ * `data` lacks them; every other field of `data` kept as it is.
+ */
+export const decodeEntry = (e: StreamEntry): DecodeResult => {
+  if (e.fields === null) return { ok: false, id: e.id, reason: 'entry was deleted from the stream before it was delivered' };
+  let data: string | undefined;
+  let casdu: string | undefined;
+  let ioa: string | undefined;
+  let source: string | undefined;
+  for (let i = 0; i + 1 < e.fields.length; i += 2) {
+    const value = e.fields[i + 1]!;
+    switch (e.fields[i]) {
+      case 'data': data = value; break;
+      case 'casdu': casdu = value; break;
+      case 'ioa': ioa = value; break;
+      case 'source': source = value; break;
+    }
+  }
+  if (data === undefined) return { ok: false, id: e.id, reason: 'entry has no data field' };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    return { ok: false, id: e.id, reason: 'data is not valid JSON' };
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return { ok: false, id: e.id, reason: 'data is not a JSON object' };
+  const point = parsed as Record<string, unknown>;
+  if (!('casdu' in point) && casdu !== undefined) point.casdu = ADDRESS.test(casdu) ? Number(casdu) : casdu;
+  if (!('ioa' in point) && ioa !== undefined) point.ioa = ADDRESS.test(ioa) ? Number(ioa) : ioa;
+  if (!('source' in point) && source !== undefined) point.source = source;
+  return { ok: true, entry: { id: e.id, point } };
+};

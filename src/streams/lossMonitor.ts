@@ -1,0 +1,96 @@
+import type { Redis } from 'ioredis';
+import { UPDATES_STREAM } from '../mapping/types';
+
+/** A flat `[key, value, key, value, …]` reply (RESP2) as a record. */
+export const flatRecord = (u: unknown): Record<string, unknown> => {
+  const out: Record<string, unknown> = {};
+  if (!Array.isArray(u)) return out;
+  for (let i = 0; i + 1 < u.length; i += 2) out[String(u[i])] = u[i + 1];
+  return out;
+};
+
+/** Stream IDs `ms-seq` compared numerically. */
+export const compareIds = (a: string, b: string): number => {
+  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint?];
+  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint?];
+  if (am !== bm) return am < bm ? -1 : 1;
+  const x = as ?? 0n;
+  const y = bs ?? 0n;
+  return x === y ? 0 : x < y ? -1 : 1;
+};
+
+export interface GroupHealth {
+  readonly length: number;
+  readonly lag: number | null;
+  readonly pending: number;
+  /** Entries trimmed before the group read them, since the stream began (null: Redis cannot tell). */
+  readonly trimmedUnread: number | null;
+  /** True when the group's position is older than the stream's first entry. */
+  readonly behindFirstEntry: boolean;
+}
+
+const num = (u: unknown): number | null => (typeof u === 'number' ? u : typeof u === 'string' && u !== '' ? Number(u) : null);
+
+/**
+ * What XINFO says about the group (CONTRACT 4.3, loss detection): a reader that falls behind a
+ * `MAXLEN ~` writer has entries trimmed before it reads them. `null` when the group does not exist.
+ */
+export const readGroupHealth = async (redis: Redis, group: string): Promise<GroupHealth | null> => {
+  let groups: unknown;
+  let stream: unknown;
+  try {
+    [groups, stream] = await Promise.all([redis.call('XINFO', 'GROUPS', UPDATES_STREAM), redis.call('XINFO', 'STREAM', UPDATES_STREAM)]);
+  } catch (err) {
+    if (/no such key/i.test((err as Error).message)) return null;
+    throw err;
+  }
+  const g = (Array.isArray(groups) ? groups : []).map(flatRecord).find((r) => r.name === group);
+  if (g === undefined) return null;
+  const s = flatRecord(stream);
+  const length = num(s.length) ?? 0;
+  const entriesAdded = num(s['entries-added']);
+  const entriesRead = num(g['entries-read']);
+  const first = Array.isArray(s['first-entry']) ? String((s['first-entry'] as unknown[])[0]) : null;
+  const lastDelivered = String(g['last-delivered-id'] ?? '0-0');
+  const behindFirstEntry = first !== null && compareIds(lastDelivered, first) < 0 && lastDelivered !== '0-0'
+    ? true
+    : first !== null && lastDelivered === '0-0' && entriesAdded !== null && entriesAdded > length;
+  const trimmedUnread = behindFirstEntry
+    ? entriesAdded !== null && entriesRead !== null
+      ? Math.max(0, entriesAdded - length - entriesRead)
+      : null
+    : 0;
+  return { length, lag: num(g.lag), pending: num(g.pending) ?? 0, trimmedUnread, behindFirstEntry };
+};
+
+export interface LossReport {
+  readonly newlyLost: number | null;
+  readonly lagWarning: boolean;
+}
+
+/**
+ * Turns successive health readings into what to report: entries newly found lost (each counted
+ * once), and a lag warning when the lag first passes half the stream's length.
+ */
+export const makeLossTracker = () => {
+  let reported = 0;
+  let unknownReported = false;
+  let warned = false;
+  return (h: GroupHealth): LossReport => {
+    let newlyLost: number | null = 0;
+    if (h.behindFirstEntry) {
+      if (h.trimmedUnread === null) {
+        newlyLost = unknownReported ? 0 : null;
+        unknownReported = true;
+      }
+      else if (h.trimmedUnread > reported) {
+        newlyLost = h.trimmedUnread - reported;
+        reported = h.trimmedUnread;
+      }
+    }
+    const over = h.lag !== null && h.length > 0 && h.lag > h.length / 2;
+    const lagWarning = over && !warned;
+    warned = over;
+    return { newlyLost, lagWarning };
+  };
+};

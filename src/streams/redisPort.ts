@@ -1,0 +1,51 @@
+import type { Redis } from 'ioredis';
+import { defer, from, map, type Observable, retry, timer } from 'rxjs';
+import { UPDATES_STREAM } from '../mapping/types';
+import type { Batch } from './batches';
+import { decodeAutoclaimReply, decodeReadReply } from './entries';
+import type { StreamPort } from './reader';
+
+export const groupName = (connectorId: string): string => `rest-outbound:${connectorId}`;
+export const deadLetterStream = (connectorId: string): string => `connectors:${connectorId}:deadletter`;
+export const DEADLETTER_MAXLEN = 10000;
+
+/**
+ * The live StreamPort. Reads go over `blocking`, a connection of their own (a blocked
+ * XREADGROUP holds its connection); replies are decoded from their RESP2 shapes.
+ */
+export const redisStreamPort = (blocking: Redis, group: string, consumer: string): StreamPort => ({
+  createGroup: (start) =>
+    defer(() =>
+      blocking.call('XGROUP', 'CREATE', UPDATES_STREAM, group, start, 'MKSTREAM').catch((e: Error) => {
+        // BUSYGROUP: the group exists and is resumed where it stopped.
+        if (/BUSYGROUP/.test(e.message)) return 'exists';
+        throw e;
+      }),
+    ),
+  readOwnPending: (after, count) =>
+    defer(() => blocking.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'STREAMS', UPDATES_STREAM, after)).pipe(
+      map((reply) => decodeReadReply(reply, UPDATES_STREAM)),
+    ),
+  readNew: (count, blockMs) =>
+    defer(() =>
+      blocking.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', UPDATES_STREAM, '>'),
+    ).pipe(map((reply) => decodeReadReply(reply, UPDATES_STREAM))),
+  claimIdle: (start, minIdleMs, count) =>
+    defer(() => blocking.call('XAUTOCLAIM', UPDATES_STREAM, group, consumer, minIdleMs, start, 'COUNT', count)).pipe(
+      map(decodeAutoclaimReply),
+    ),
+});
+
+/** XACK, tried again every `retryMs` while the data store is away (until unsubscribed on stop). */
+export const ackWith = (redis: Redis, group: string, retryMs: number) => (ids: readonly string[]): Observable<number> =>
+  defer(() => from(redis.xack(UPDATES_STREAM, group, ...ids))).pipe(retry({ delay: () => timer(retryMs) }));
+
+/** CONTRACT 4.2: fields url, webhookId, error, attempts, body; capped at MAXLEN ~ 10000. */
+export const deadLetterWith = (redis: Redis, connectorId: string, retryMs: number) =>
+  (webhook: { url: string }, batch: Batch, error: string, attempts: number): Observable<unknown> =>
+    defer(() =>
+      redis.xadd(
+        deadLetterStream(connectorId), 'MAXLEN', '~', String(DEADLETTER_MAXLEN), '*',
+        'url', webhook.url, 'webhookId', batch.webhookId, 'error', error, 'attempts', String(attempts), 'body', batch.body,
+      ),
+    ).pipe(retry({ count: 5, delay: () => timer(retryMs) }));

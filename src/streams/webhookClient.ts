@@ -1,0 +1,73 @@
+import axios, { type AxiosInstance } from 'axios';
+import { createHmac } from 'node:crypto';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { Observable } from 'rxjs';
+import type { Webhook } from '../config/managed';
+import type { Batch } from './batches';
+import type { PostBatch } from './deliver';
+
+/** CONTRACT 6.4 (Standard Webhooks): `v1,` + base64 HMAC-SHA256 of `{id}.{timestamp}.{body}`. */
+export const signatureKey = (secret: string): Buffer =>
+  secret.startsWith('whsec_') ? Buffer.from(secret.slice(6), 'base64') : Buffer.from(secret, 'utf8');
+
+export const sign = (secret: string, webhookId: string, timestamp: number, body: string): string =>
+  `v1,${createHmac('sha256', signatureKey(secret)).update(`${webhookId}.${timestamp}.${body}`).digest('base64')}`;
+
+export const requestHeaders = (webhook: Webhook, batch: Batch, timestamp: number, userAgent: string): Record<string, string> => ({
+  ...webhook.headers,
+  'Content-Type': 'application/json',
+  'User-Agent': userAgent,
+  'webhook-id': batch.webhookId,
+  'webhook-timestamp': String(timestamp),
+  ...(webhook.secret !== undefined ? { 'webhook-signature': sign(webhook.secret, batch.webhookId, timestamp, batch.body) } : {}),
+});
+
+/**
+ * The live PostBatch: axios on keep-alive agents, one request per attempt, aborted when the
+ * subscriber unsubscribes (graceful-stop deadline). Any HTTP status is an answer (the lane
+ * classifies it); redirects are not followed, so a 3xx is an answer too.
+ */
+export const axiosPostBatch = (timeoutMs: number, userAgent: string, now: () => number = Date.now): { post: PostBatch; close(): void } => {
+  const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
+  const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64 });
+  const client: AxiosInstance = axios.create({
+    timeout: timeoutMs,
+    httpAgent,
+    httpsAgent,
+    maxRedirects: 0,
+    validateStatus: () => true,
+    responseType: 'text',
+    transformResponse: [(d: unknown) => d],
+    proxy: false,
+  });
+  const post: PostBatch = (webhook, batch) =>
+    new Observable((subscriber) => {
+      const controller = new AbortController();
+      const timestamp = Math.floor(now() / 1000);
+      client
+        .post(webhook.url, batch.body, { headers: requestHeaders(webhook, batch, timestamp, userAgent), signal: controller.signal })
+        .then(
+          (r) => {
+            const retryAfter = r.headers['retry-after'];
+            subscriber.next({ status: r.status, retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined });
+            subscriber.complete();
+          },
+          (err: unknown) => subscriber.error(err instanceof Error ? new Error(describeError(err)) : err),
+        );
+      return () => controller.abort();
+    });
+  return {
+    post,
+    close: () => {
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
+};
+
+const describeError = (err: Error): string => {
+  const code = (err as Error & { code?: string }).code;
+  if (code === 'ECONNABORTED' || code === 'ETIMEDOUT') return 'timeout';
+  return code !== undefined ? `network error ${code}` : err.message;
+};
