@@ -1,0 +1,87 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+
+/** A free loopback port, found by binding port 0 and releasing it. */
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A private redis-server on a free loopback port, with its own data directory and an
+ * append-only file, so that `stop()` + `start()` mid-test keeps the data (as a real deployment
+ * with persistence would). Never touches a Redis it did not start.
+ */
+export class TestRedis {
+  private proc: ChildProcess | undefined;
+  readonly dir = mkdtempSync(join(tmpdir(), 'rc-redis-'));
+  private constructor(readonly port: number) {}
+
+  static async start(): Promise<TestRedis> {
+    const r = new TestRedis(await freePort());
+    await r.start();
+    return r;
+  }
+
+  get url(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    const proc = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--protected-mode', 'yes'],
+      { stdio: 'ignore' },
+    );
+    this.proc = proc;
+    for (let i = 0; i < 200; i++) {
+      if (proc.exitCode !== null) throw new Error(`redis-server exited with ${proc.exitCode}`);
+      const c = new Redis({ port: this.port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, protocol: 2 });
+      c.on('error', () => undefined);
+      try {
+        await c.connect();
+        await c.ping();
+        c.disconnect();
+        return;
+      } catch {
+        c.disconnect();
+        await sleep(25);
+      }
+    }
+    throw new Error('redis-server did not start');
+  }
+
+  /** SIGTERM: redis-server flushes its append-only file and exits. */
+  async stop(): Promise<void> {
+    const proc = this.proc;
+    if (proc === undefined || proc.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      proc.once('exit', () => resolve());
+      proc.kill('SIGTERM');
+    });
+    this.proc = undefined;
+  }
+
+  async destroy(): Promise<void> {
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** A client for the test's own checks. */
+  client(): Redis {
+    const c = new Redis({ port: this.port, host: '127.0.0.1', protocol: 2, maxRetriesPerRequest: 1 });
+    c.on('error', () => undefined);
+    return c;
+  }
+}
