@@ -7,5 +7,5 @@ module.exports = {
   // Each test file starts its own redis-server; two workers match the two cores.
   maxWorkers: 2,
   testTimeout: 30000,
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }] },
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
 };

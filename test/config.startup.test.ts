@@ -1,0 +1,85 @@
+import * as E from 'fp-ts/Either';
+import { collectRaw, loadStartupSettings } from '../src/config/startup';
+
+const load = (appsettings: unknown, env: Record<string, string>, requireId = true) =>
+  loadStartupSettings(collectRaw(appsettings, env), { requireId, hostname: 'host-a' });
+
+describe('startup parameters', () => {
+  it('applies every default of the specification and the contract', () => {
+    const s = load({}, { Id: 'c1' });
+    expect(s).toEqual(
+      E.right({
+        id: 'c1',
+        connectionString: 'localhost:6379',
+        datastore: {
+          connectionRetrySeconds: 2, streamPollIntervalMilliseconds: 500, startFromLatest: true,
+          configPollIntervalMilliseconds: 1000, streamMaxLength: 100000, consumerName: 'host-a',
+        },
+        webhooks: { batchWindowMilliseconds: 100, batchMaxSize: 1000, timeoutMilliseconds: 10000, maxAttempts: 5, maxInFlight: 4 },
+        http: { maxBodyBytes: 1048576 },
+        apiKeys: [],
+      }),
+    );
+  });
+
+  it('reads nested appsettings.json, lets environment variables (with __) override, case-insensitively', () => {
+    const s = load(
+      { ConnectionStrings: { Datastore: 'file:1' }, Datastore: { StreamPollIntervalMilliseconds: 250, StartFromLatest: false }, id: 'from-file' },
+      { CONNECTIONSTRINGS__DATASTORE: 'env:2', datastore__startfromlatest: 'TRUE', Webhooks__MaxInFlight: '8', Authentication__ApiKeys: ' k1, k2 ,,' },
+    );
+    if (E.isLeft(s)) throw new Error(s.left.join());
+    expect(s.right.id).toBe('from-file');
+    expect(s.right.connectionString).toBe('env:2');
+    expect(s.right.datastore.streamPollIntervalMilliseconds).toBe(250);
+    expect(s.right.datastore.startFromLatest).toBe(true);
+    expect(s.right.webhooks.maxInFlight).toBe(8);
+    expect(s.right.apiKeys).toEqual(['k1', 'k2']);
+  });
+
+  it('returns a frozen settings object', () => {
+    const s = load({}, { Id: 'c1' });
+    if (E.isLeft(s)) throw new Error('unexpected');
+    expect(Object.isFrozen(s.right)).toBe(true);
+    expect(Object.isFrozen(s.right.datastore)).toBe(true);
+  });
+
+  it.each([
+    ['missing', {}],
+    ['empty', { Id: '' }],
+    ['blank', { Id: '   ' }],
+  ])('names Id when it is %s', (_what, env) => {
+    expect(load({}, env as Record<string, string>)).toEqual(E.left([expect.stringContaining('Id')]));
+  });
+
+  it('does not require Id for the operator commands', () => {
+    expect(E.isRight(load({}, {}, false))).toBe(true);
+  });
+
+  it.each([
+    ['Datastore__StreamPollIntervalMilliseconds', 'abc', 'Datastore:StreamPollIntervalMilliseconds'],
+    ['Datastore__StreamPollIntervalMilliseconds', '0', 'Datastore:StreamPollIntervalMilliseconds'],
+    ['Datastore__ConnectionRetrySeconds', '-1', 'Datastore:ConnectionRetrySeconds'],
+    ['Datastore__StartFromLatest', 'yes', 'Datastore:StartFromLatest'],
+    ['Webhooks__BatchMaxSize', '1.5', 'Webhooks:BatchMaxSize'],
+    ['Http__MaxBodyBytes', '', 'Http:MaxBodyBytes'],
+    ['ConnectionStrings__Datastore', ' ', 'ConnectionStrings:Datastore'],
+  ])('rejects %s=%p naming the parameter and the value', (name, value, canonical) => {
+    const s = load({}, { Id: 'c1', [name]: value });
+    expect(E.isLeft(s)).toBe(true);
+    if (E.isLeft(s)) {
+      expect(s.left).toHaveLength(1);
+      expect(s.left[0]).toContain(canonical);
+      if (value.trim() !== '') expect(s.left[0]).toContain(value);
+    }
+  });
+
+  it('reports every bad parameter at once', () => {
+    const s = load({}, { Datastore__StreamPollIntervalMilliseconds: 'x', Webhooks__MaxAttempts: '0' });
+    expect(E.isLeft(s) && s.left.length).toBe(3);
+  });
+
+  it('accepts fractional retry seconds', () => {
+    const s = load({}, { Id: 'c', Datastore__ConnectionRetrySeconds: '0.25' });
+    expect(E.isRight(s) && s.right.datastore.connectionRetrySeconds).toBe(0.25);
+  });
+});

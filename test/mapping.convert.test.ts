@@ -1,0 +1,109 @@
+import * as E from 'fp-ts/Either';
+import { convertTo, readAs } from '../src/mapping/convert';
+import { readTimestamp } from '../src/mapping/timestamp';
+import type { TypeCode, ValueType } from '../src/mapping/types';
+
+const read = (vt: ValueType, raw: unknown) => readAs(vt, raw, 'p');
+const conv = (t: TypeCode, v: unknown) => convertTo(t, v, 'p');
+
+describe('reading by valueType (CONTRACT 5.4, first table)', () => {
+  it.each([
+    [21.5, 21.5], [-3, -3], ['21.5', 21.5], [' 3e2 ', 300], ['-0.5', -0.5], ['.5', 0.5], ['5.', 5],
+  ])('float accepts %p', (raw, value) => {
+    expect(read('float', raw)).toEqual(E.right(value));
+  });
+  it.each([['0x10'], [''], ['NaN'], ['Infinity'], ['abc'], [true], [null], [[1]], [{}], ['1e999']])('float rejects %p', (raw) => {
+    expect(read('float', raw)).toEqual(E.left(`value ${JSON.stringify(raw)} at path 'p' is not a float`));
+  });
+  it('keeps the contract example text', () => {
+    expect(readAs('float', 'abc', 'temp')).toEqual(E.left(`value "abc" at path 'temp' is not a float`));
+  });
+
+  it.each([[42, 42], ['42', 42], [' -7 ', -7], [2e3, 2000]])('int accepts %p', (raw, value) => {
+    expect(read('int', raw)).toEqual(E.right(value));
+  });
+  it.each([[21.5], ['21.5'], ['4e1'], [''], [false], ['x']])('int rejects %p', (raw) => {
+    expect(read('int', raw)).toEqual(E.left(`value ${JSON.stringify(raw)} at path 'p' is not an int`));
+  });
+
+  it.each([
+    [true, true], [false, false], [0, false], [1, true], ['true', true], ['FALSE', false], ['1', true], ['0', false], ['On', true], ['OFF', false],
+  ])('bool accepts %p', (raw, value) => {
+    expect(read('bool', raw)).toEqual(E.right(value));
+  });
+  it.each([[2], ['yes'], [''], [null], [0.5]])('bool rejects %p', (raw) => {
+    expect(E.isLeft(read('bool', raw))).toBe(true);
+  });
+
+  it('string takes a string as it is and nothing else', () => {
+    expect(read('string', ' on ')).toEqual(E.right(' on '));
+    for (const raw of [1, true, {}, []]) expect(read('string', raw)).toEqual(E.left(`value ${JSON.stringify(raw)} at path 'p' is not a string`));
+  });
+});
+
+describe('conversion by type code (CONTRACT 5.4, second table)', () => {
+  it.each([1, 30] as const)('type %i stores booleans: boolean as is, 0/1, strings as for bool', (t) => {
+    expect(conv(t, true)).toEqual(E.right(true));
+    expect(conv(t, 0)).toEqual(E.right(false));
+    expect(conv(t, 1)).toEqual(E.right(true));
+    expect(conv(t, 'on')).toEqual(E.right(true));
+    expect(conv(t, 'False')).toEqual(E.right(false));
+    expect(conv(t, 2)).toEqual(E.left(`value 2 at path 'p' is not a boolean for type ${t}`));
+    expect(conv(t, 0.5)).toEqual(E.left(`value 0.5 at path 'p' is not a boolean for type ${t}`));
+    expect(conv(t, 'maybe')).toEqual(E.left(`value "maybe" at path 'p' is not a boolean for type ${t}`));
+  });
+
+  it.each([13, 36] as const)('type %i stores finite numbers; numeric strings converted; NaN, Infinity and booleans fail', (t) => {
+    expect(conv(t, 21.5)).toEqual(E.right(21.5));
+    expect(conv(t, '21.5')).toEqual(E.right(21.5));
+    expect(conv(t, NaN)).toEqual(E.left(`value null at path 'p' is not a number for type ${t}`));
+    expect(E.isLeft(conv(t, Infinity))).toBe(true);
+    expect(E.isLeft(conv(t, -Infinity))).toBe(true);
+    expect(conv(t, true)).toEqual(E.left(`value true at path 'p' is not a number for type ${t}`));
+    expect(conv(t, 'abc')).toEqual(E.left(`value "abc" at path 'p' is not a number for type ${t}`));
+  });
+
+  it('type 32 stores integers in -64..63', () => {
+    expect(conv(32, -64)).toEqual(E.right(-64));
+    expect(conv(32, 63)).toEqual(E.right(63));
+    expect(conv(32, '5')).toEqual(E.right(5));
+    expect(convertTo(32, 64, 'pos')).toEqual(E.left(`value 64 at path 'pos' is out of range -64..63 for type 32`));
+    expect(conv(32, -65)).toEqual(E.left(`value -65 at path 'p' is out of range -64..63 for type 32`));
+    expect(conv(32, 2.5)).toEqual(E.left(`value 2.5 at path 'p' is not an integer for type 32`));
+    expect(conv(32, true)).toEqual(E.left(`value true at path 'p' is not an integer for type 32`));
+  });
+});
+
+describe('timestamps (CONTRACT 5.3)', () => {
+  const ts = (raw: unknown) => readTimestamp(raw, 'ts');
+  it.each([
+    ['2026-11-21T10:15:00Z', '2026-11-21T10:15:00.000Z'],
+    ['2026-11-21T10:15:00.123456Z', '2026-11-21T10:15:00.123Z'],
+    ['2026-11-21T12:15:00+02:00', '2026-11-21T10:15:00.000Z'],
+    ['2026-11-21T05:15:00-05:00', '2026-11-21T10:15:00.000Z'],
+    ['2026-11-21T10:15:00', '2026-11-21T10:15:00.000Z'],
+    ['2026-11-21T10:15', '2026-11-21T10:15:00.000Z'],
+    ['2026-11-21', '2026-11-21T00:00:00.000Z'],
+    [1763720100, '2025-11-21T10:15:00.000Z'],
+    [1763720100.5, '2025-11-21T10:15:00.500Z'],
+    [1763720100000, '2025-11-21T10:15:00.000Z'],
+    [99999999999, '5138-11-16T09:46:39.000Z'],
+    [100000000000, '1973-03-03T09:46:40.000Z'],
+    [-1, '1969-12-31T23:59:59.000Z'],
+    ['1763720100', '2025-11-21T10:15:00.000Z'],
+    ['1763720100000', '2025-11-21T10:15:00.000Z'],
+  ])('reads %p', (raw, iso) => {
+    expect(ts(raw)).toEqual(E.right(iso));
+  });
+
+  it.each([['yesterday'], ['2026-13-01'], ['2026-02-30'], ['2026-11-21T25:00:00Z'], [''], [true], [{}], [[1]], ['-5'], ['1.5e9'], [Infinity]])(
+    'rejects %p',
+    (raw) => {
+      expect(ts(raw)).toEqual(E.left(`invalid timestamp at path 'ts': ${JSON.stringify(raw) ?? String(raw)}`));
+    },
+  );
+
+  it('keeps the contract example text', () => {
+    expect(ts('yesterday')).toEqual(E.left(`invalid timestamp at path 'ts': "yesterday"`));
+  });
+});
