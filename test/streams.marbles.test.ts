@@ -1,0 +1,365 @@
+import { NEVER, Observable, of, throwError } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { batches, toBatch, type Batch } from '../src/streams/batches';
+import { webhookLane, type LaneObserver, type PostBatch, type WebhookResponse, type LaneResult } from '../src/streams/deliver';
+import type { DecodedEntry, StreamEntry } from '../src/streams/entries';
+import { pushPipeline$, type PipelineEvent } from '../src/streams/pipeline';
+import { readUpdates$, type StreamPort } from '../src/streams/reader';
+import type { Webhook } from '../src/config/managed';
+
+const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
+const entry = (id: string): DecodedEntry => ({ id, point: { v: id } });
+const raw = (id: string): StreamEntry => ({ id, fields: ['casdu', '1', 'ioa', id, 'source', 's', 'data', `{"v":"${id}"}`] });
+const batchOf = (...ids: string[]): Batch => toBatch(ids.map(entry));
+const hook = (url: string): Webhook => ({ url, headers: {} });
+const quiet: LaneObserver = { attempt: () => undefined, finished: () => undefined, queueDepth: () => undefined };
+const ok: WebhookResponse = { status: 200 };
+const fail: WebhookResponse = { status: 500 };
+
+describe('batches (bufferTime)', () => {
+  it('closes a batch when the window ends', () => {
+    newScheduler().run(({ cold, expectObservable }) => {
+      const src = cold<DecodedEntry>('a 15ms b 30ms |', { a: entry('a'), b: entry('b') });
+      expectObservable(src.pipe(batches(10, 100), (s) => s.pipe(mapIds()))).toBe('10ms x 9ms y 26ms |', { x: 'a', y: 'b' });
+    });
+  });
+
+  it('closes a batch when it is full, and starts the next window then', () => {
+    newScheduler().run(({ cold, expectObservable }) => {
+      const src = cold<DecodedEntry>('abcd 30ms |', { a: entry('a'), b: entry('b'), c: entry('c'), d: entry('d') });
+      expectObservable(src.pipe(batches(10, 3), (s) => s.pipe(mapIds()))).toBe('--x 9ms y 21ms |', { x: 'abc', y: 'd' });
+    });
+  });
+
+  it('emits nothing for empty windows, and nothing at all for a never-emitting source', () => {
+    newScheduler().run(({ cold, expectObservable }) => {
+      expectObservable(cold<DecodedEntry>('100ms |').pipe(batches(10, 3))).toBe('100ms |');
+      expectObservable(cold<DecodedEntry>('-').pipe(batches(10, 3)), '^ 200ms !').toBe('');
+    });
+  });
+
+  it('flushes the open batch when the source completes, and passes a source error on', () => {
+    newScheduler().run(({ cold, expectObservable }) => {
+      expectObservable(cold<DecodedEntry>('a 3ms |', { a: entry('a') }).pipe(batches(10, 3), mapIds())).toBe('4ms (x|)', { x: 'a' });
+      expectObservable(cold<DecodedEntry>('a 3ms #', { a: entry('a') }).pipe(batches(10, 3), mapIds())).toBe('4ms #');
+    });
+  });
+
+  it('keys the batch by its first and last stream IDs and serialises the body once', () => {
+    const b = batchOf('1-0', '1-1', '2-0');
+    expect(b.webhookId).toBe('1-0_2-0');
+    expect(JSON.parse(b.body)).toEqual({ datapoints: [{ v: '1-0' }, { v: '1-1' }, { v: '2-0' }] });
+  });
+});
+
+function mapIds() {
+  return (s: Observable<Batch>) =>
+    new Observable<string>((sub) =>
+      s.subscribe({ next: (b) => sub.next(b.ids.join('')), error: (e) => sub.error(e), complete: () => sub.complete() }),
+    );
+}
+
+/** A scripted webhook: answers per batch and attempt, after `latency` frames; records attempt times. */
+const scripted = (
+  ts: TestScheduler,
+  answer: (batch: Batch, attempt: number) => WebhookResponse | 'hang' | 'error',
+  latency = 5,
+) => {
+  const attempts: Array<{ batch: string; at: number }> = [];
+  const counts = new Map<string, number>();
+  const post: PostBatch = (_w, batch) => {
+    const n = (counts.get(batch.webhookId) ?? 0) + 1;
+    counts.set(batch.webhookId, n);
+    attempts.push({ batch: batch.ids.join(''), at: ts.now() });
+    const a = answer(batch, n);
+    if (a === 'hang') return NEVER;
+    const body$ = a === 'error' ? ts.createColdObservable<WebhookResponse>(`${latency}ms #`, undefined, new Error('ECONNRESET')) : ts.createColdObservable<WebhookResponse>(`${latency}ms (r|)`, { r: a });
+    return body$;
+  };
+  // Requests open at once: every attempt is open from its start for `latency` frames.
+  const maxOpen = () => Math.max(0, ...attempts.map((a) => attempts.filter((b) => b.at <= a.at && a.at < b.at + latency).length));
+  return { post, attempts, maxOpen };
+};
+
+const lane = (ts: TestScheduler, post: PostBatch, over: Partial<Parameters<typeof webhookLane>[0]> = {}, deadLettered: string[] = []) =>
+  webhookLane({
+    index: 0,
+    webhook: hook('http://a/'),
+    post,
+    maxAttempts: 5,
+    maxInFlight: 4,
+    queueCap: 1000,
+    backoff: (n) => 100 * 2 ** (n - 1),
+    deadLetter: (_w, b, error, attempts) => {
+      deadLettered.push(`${b.ids.join('')}:${error}:${attempts}`);
+      return of(1);
+    },
+    observer: quiet,
+    scheduler: ts,
+    ...over,
+  });
+
+const outcome = (r: LaneResult) => `${r.batch.ids.join('')}:${r.outcome}`;
+
+describe('webhook lane', () => {
+  it('retries 408/429/5xx and network errors on the backoff schedule, in virtual time', () => {
+    const ts = newScheduler();
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, (_b, n) => (n === 1 ? fail : n === 2 ? 'error' : n === 3 ? { status: 429 } : ok));
+      const out = cold<Batch>('a|', { a: batchOf('a') }).pipe(lane(ts, hookA.post), mapOutcome());
+      // attempts at 0, 105 (after 100), 310 (after 200), 715 (after 400); success 5 ms later.
+      expectObservable(out).toBe('720ms (x|)', { x: 'a:delivered' });
+      ts.flush();
+      expect(hookA.attempts.map((a) => a.at)).toEqual([0, 105, 310, 715]);
+    });
+  });
+
+  it('gives up after MaxAttempts and dead-letters, logging the attempts', () => {
+    const ts = newScheduler();
+    const dead: string[] = [];
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, () => fail);
+      const out = cold<Batch>('a|', { a: batchOf('a') }).pipe(lane(ts, hookA.post, { maxAttempts: 3 }, dead), mapOutcome());
+      expectObservable(out).toBe('315ms (x|)', { x: 'a:deadlettered' });
+    });
+    expect(dead).toEqual(['a:HTTP 500 after 3 attempts:3']);
+  });
+
+  it('does not retry other 4xx: dead-lettered at once', () => {
+    const ts = newScheduler();
+    const dead: string[] = [];
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, () => ({ status: 400 }));
+      expectObservable(cold<Batch>('a|', { a: batchOf('a') }).pipe(lane(ts, hookA.post, {}, dead), mapOutcome())).toBe('5ms (x|)', { x: 'a:deadlettered' });
+    });
+    expect(dead).toEqual(['a:HTTP 400:1']);
+  });
+
+  it('honours Retry-After on 429/503, capped at 30 s', () => {
+    const ts = newScheduler();
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, (_b, n) => (n === 1 ? { status: 503, retryAfter: '2' } : n === 2 ? { status: 429, retryAfter: '3600' } : ok));
+      expectObservable(cold<Batch>('a|', { a: batchOf('a') }).pipe(lane(ts, hookA.post), mapOutcome())).toBe('32015ms (x|)', { x: 'a:delivered' });
+      ts.flush();
+      expect(hookA.attempts.map((a) => a.at)).toEqual([0, 2005, 32010]);
+    });
+  });
+
+  it('sends first attempts in stream order with at most MaxInFlight requests open', () => {
+    const ts = newScheduler();
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, () => ok, 10);
+      const src = cold<Batch>('(abcde|)', { a: batchOf('a'), b: batchOf('b'), c: batchOf('c'), d: batchOf('d'), e: batchOf('e') });
+      expectObservable(src.pipe(lane(ts, hookA.post, { maxInFlight: 2 }), mapOutcome())).toBe('10ms (xy) 6ms (zw) 6ms (v|)', {
+        x: 'a:delivered', y: 'b:delivered', z: 'c:delivered', w: 'd:delivered', v: 'e:delivered',
+      });
+      ts.flush();
+      expect(hookA.attempts.map((a) => `${a.batch}@${a.at}`)).toEqual(['a@0', 'b@0', 'c@10', 'd@10', 'e@20']);
+      expect(hookA.maxOpen()).toBe(2);
+    });
+  });
+
+  it('never holds later batches back behind a batch waiting for its retry', () => {
+    const ts = newScheduler();
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, (b, n) => (b.ids[0] === 'a' && n === 1 ? fail : ok));
+      const src = cold<Batch>('ab|', { a: batchOf('a'), b: batchOf('b') });
+      // MaxInFlight 1: b goes out when a's first attempt ends (5), not after a's retry (105..110).
+      expectObservable(src.pipe(lane(ts, hookA.post, { maxInFlight: 1 }), mapOutcome())).toBe('10ms x 99ms (y|)', { x: 'b:delivered', y: 'a:delivered' });
+    });
+  });
+
+  it('dead-letters overflow beyond its bounded queue at once, without waiting', () => {
+    const ts = newScheduler();
+    const dead: string[] = [];
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, () => 'hang');
+      const src = cold<Batch>('abc', { a: batchOf('a'), b: batchOf('b'), c: batchOf('c') });
+      expectObservable(src.pipe(lane(ts, hookA.post, { maxInFlight: 1, queueCap: 2 }, dead), mapOutcome())).toBe('--x', { x: 'c:deadlettered' });
+    });
+    expect(dead).toEqual(['c:queue full (2 batches):0']);
+  });
+
+  it('catches a failing dead-letter write: the lane goes on', () => {
+    const ts = newScheduler();
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, () => ({ status: 404 }));
+      const out = cold<Batch>('ab|', { a: batchOf('a'), b: batchOf('b') }).pipe(
+        lane(ts, hookA.post, { deadLetter: () => throwError(() => new Error('redis down')) }),
+        mapOutcome(),
+      );
+      expectObservable(out).toBe('5ms x (y|)', { x: 'a:deadlettered', y: 'b:deadlettered' });
+    });
+  });
+});
+
+function mapOutcome() {
+  return (s: Observable<LaneResult>) =>
+    new Observable<string>((sub) =>
+      s.subscribe({ next: (r) => sub.next(outcome(r)), error: (e) => sub.error(e), complete: () => sub.complete() }),
+    );
+}
+
+describe('push pipeline', () => {
+  const run = (
+    ts: TestScheduler,
+    webhooks: Webhook[],
+    posts: Record<string, PostBatch>,
+    acks: string[],
+    maxAttempts = 3,
+  ) =>
+    pushPipeline$({
+      webhooks,
+      windowMs: 10,
+      maxSize: 100,
+      lane: (index, webhook) => lane(ts, posts[webhook.url]!, { index, webhook, maxAttempts }),
+      ack: (ids) => {
+        acks.push(`${ids.join('')}@${ts.now()}`);
+        return of(1);
+      },
+      onUndecodable: () => undefined,
+      scheduler: ts,
+    });
+
+  const eventText = (e: PipelineEvent) => (e.kind === 'lane' ? `${e.result.webhook}:${outcome(e.result)}` : `ack:${e.ids.join('')}`);
+
+  it('one webhook failing forever while the other receives every batch on time; ack after both are done', () => {
+    const ts = newScheduler();
+    const acks: string[] = [];
+    ts.run(({ cold, expectObservable }) => {
+      const bad = scripted(ts, () => fail);
+      const good = scripted(ts, () => ok);
+      const src = cold<StreamEntry>('a 14ms b 20ms |', { a: raw('a'), b: raw('b') });
+      const out = src.pipe(run(ts, [hook('http://bad/'), hook('http://good/')], { 'http://bad/': bad.post, 'http://good/': good.post }, acks), mapEvents(eventText));
+      // batches close at 10 (a) and 20 (b); good answers 5 ms later; bad dead-letters after 3 attempts (5+100+5+200+5).
+      expectObservable(out).toBe('15ms x 9ms y 299ms (zA) 6ms (wB|)', {
+        x: '1:a:delivered', y: '1:b:delivered', z: '0:a:deadlettered', A: 'ack:a', w: '0:b:deadlettered', B: 'ack:b',
+      });
+      ts.flush();
+      expect(good.attempts.map((a) => `${a.batch}@${a.at}`)).toEqual(['a@10', 'b@20']);
+    });
+    expect(acks).toEqual(['a@325', 'b@335']);
+  });
+
+  it('a hanging webhook never delays the other, and nothing is acknowledged while it hangs', () => {
+    const ts = newScheduler();
+    const acks: string[] = [];
+    ts.run(({ cold, expectObservable }) => {
+      const hang = scripted(ts, () => 'hang');
+      const good = scripted(ts, () => ok);
+      const src = cold<StreamEntry>('a 14ms b', { a: raw('a'), b: raw('b') });
+      const out = src.pipe(run(ts, [hook('http://hang/'), hook('http://good/')], { 'http://hang/': hang.post, 'http://good/': good.post }, acks), mapEvents(eventText));
+      expectObservable(out, '^ 1000ms !').toBe('15ms x 9ms y', { x: '1:a:delivered', y: '1:b:delivered' });
+    });
+    expect(acks).toEqual([]);
+  });
+
+  it('acknowledges at once when no webhook is configured, and undecodable entries at once', () => {
+    const ts = newScheduler();
+    const acks: string[] = [];
+    ts.run(({ cold, expectObservable }) => {
+      const src = cold<StreamEntry>('a b 20ms |', { a: raw('a'), b: { id: 'b', fields: ['data', 'not json'] } });
+      expectObservable(src.pipe(run(ts, [], {}, acks), mapEvents(eventText))).toBe('-x 8ms y 11ms |', { x: 'ack:b', y: 'ack:a' });
+    });
+    expect(acks).toEqual(['b@1', 'a@10']);
+  });
+
+  it('graceful stop: when the reader completes, the open batch is flushed, delivered and acknowledged, then it completes', () => {
+    const ts = newScheduler();
+    const acks: string[] = [];
+    ts.run(({ cold, expectObservable }) => {
+      const good = scripted(ts, () => ok);
+      const src = cold<StreamEntry>('a-|', { a: raw('a') });
+      expectObservable(src.pipe(run(ts, [hook('http://good/')], { 'http://good/': good.post }, acks), mapEvents(eventText))).toBe('7ms (xy|)', {
+        x: '0:a:delivered', y: 'ack:a',
+      });
+    });
+    expect(acks).toEqual(['a@7']);
+  });
+
+  it('subscribes each lane once and leaves no inner subscription behind', () => {
+    const ts = newScheduler();
+    ts.run(({ hot, expectObservable, expectSubscriptions }) => {
+      const src = hot<StreamEntry>('--a--|', { a: raw('a') });
+      const good = scripted(ts, () => ok);
+      expectObservable(src.pipe(run(ts, [hook('http://good/')], { 'http://good/': good.post }, []), mapEvents(eventText))).toBe('10ms (xy|)', {
+        x: '0:a:delivered', y: 'ack:a',
+      });
+      expectSubscriptions(src.subscriptions).toBe('^----!');
+    });
+  });
+});
+
+function mapEvents(f: (e: PipelineEvent) => string) {
+  return (s: Observable<PipelineEvent>) =>
+    new Observable<string>((sub) =>
+      s.subscribe({ next: (e) => sub.next(f(e)), error: (e) => sub.error(e), complete: () => sub.complete() }),
+    );
+}
+
+describe('stream reader', () => {
+  const port = (ts: TestScheduler, script: { pending: StreamEntry[][]; claims: StreamEntry[][]; reads: Array<StreamEntry[] | 'error'> }, calls: string[]): StreamPort => {
+    let read = 0;
+    return {
+      createGroup: (start) => {
+        calls.push(`group ${start}@${ts.now()}`);
+        return of('OK');
+      },
+      readOwnPending: (after) => {
+        calls.push(`pending ${after}`);
+        return of(script.pending.shift() ?? []);
+      },
+      claimIdle: (start) => {
+        calls.push(`claim ${start}`);
+        const entries = script.claims.shift() ?? [];
+        return of({ next: script.claims.length > 0 ? '5-0' : '0-0', entries });
+      },
+      readNew: () => {
+        const r = script.reads[read++] ?? [];
+        calls.push(`read@${ts.now()}`);
+        return r === 'error'
+          ? ts.createColdObservable<StreamEntry[]>('5ms #', undefined, new Error('Connection is closed'))
+          : ts.createColdObservable<StreamEntry[]>('5ms (r|)', { r });
+      },
+    };
+  };
+
+  it('re-reads its own pending entries first, then claims idle ones, then reads new entries; resumes after an error without re-reading pending', () => {
+    const ts = newScheduler();
+    const calls: string[] = [];
+    const errors: unknown[] = [];
+    let stopping = false;
+    ts.run(({ expectObservable }) => {
+      const p = port(ts, { pending: [[raw('1-0'), raw('1-1')], [raw('1-2')]], claims: [[raw('0-5')]], reads: [[raw('2-0')], [], 'error', [raw('3-0')]] }, calls);
+      const out = readUpdates$(p, {
+        startFromLatest: false, count: 10, blockMs: 500, retryMs: 50, claimIdleMs: 60000, claimEveryMs: 1_000_000,
+        isStopping: () => stopping, onError: (e) => errors.push(e), scheduler: ts,
+      });
+      ts.schedule(() => (stopping = true), 70);
+      expectObservable(out.pipe(mapEvents2())).toBe('(abc) d 64ms (e|)', { a: '1-0,1-1', b: '1-2', c: '0-5', d: '2-0', e: '3-0' });
+    });
+    expect(calls).toEqual(['group 0@0', 'pending 0', 'pending 1-1', 'pending 1-2', 'claim 0-0', 'group 0@0', 'read@0', 'read@5', 'read@10', 'group 0@65', 'read@65']);
+    expect(errors).toHaveLength(1);
+  });
+
+  it('creates the group at $ when StartFromLatest is true', () => {
+    const ts = newScheduler();
+    const calls: string[] = [];
+    ts.run(({ expectObservable }) => {
+      const p = port(ts, { pending: [], claims: [], reads: [] }, calls);
+      const out = readUpdates$(p, {
+        startFromLatest: true, count: 10, blockMs: 500, retryMs: 50, claimIdleMs: 60000, claimEveryMs: 1_000_000,
+        isStopping: () => true, onError: () => undefined, scheduler: ts,
+      });
+      expectObservable(out).toBe('5ms |');
+    });
+    expect(calls[0]).toBe('group $@0');
+  });
+});
+
+function mapEvents2() {
+  return (s: Observable<StreamEntry[]>) =>
+    new Observable<string>((sub) =>
+      s.subscribe({ next: (es) => sub.next(es.map((e) => e.id).join(',')), error: (e) => sub.error(e), complete: () => sub.complete() }),
+    );
+}
