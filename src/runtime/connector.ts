@@ -43,6 +43,18 @@ export type Outcome = { readonly code: number; readonly message?: string };
 
 export const configKey = (id: string): string => `connectors:${id}:config`;
 
+/** The HTTP app of a connector: the shell of createApp around the connector's own parts. */
+export const makeApp = (kind: ConnectorKind, ctx: ConnectorContext, parts: ConnectorParts) =>
+  createApp({
+    log: ctx.log,
+    metrics: ctx.metrics,
+    apiKeys: ctx.startup.apiKeys,
+    isConnected: ctx.datastore.isConnected,
+    isActive: () => ctx.settings.isActive,
+    dataRoutes: parts.dataRoutes,
+    openapi: () => openApiDocument(`rest-connectors ${kind}`, VERSION, ctx.startup.apiKeys.length > 0, parts.openapi),
+  });
+
 /** Reads the config key once connected, trying again while the connection comes and goes. */
 const loadConfigText = async (ds: Datastore, key: string, log: Logger): Promise<string | null> => {
   for (;;) {
@@ -115,15 +127,7 @@ export const runConnector = async (
   const connectedSub = datastore.connected$.subscribe((c) => metrics.datastoreConnected.set(c ? 1 : 0));
   const ctx: ConnectorContext = { startup, settings, datastore, redisOptions, log, metrics };
   const parts = build(ctx);
-  const app = createApp({
-    log,
-    metrics,
-    apiKeys: startup.apiKeys,
-    isConnected: datastore.isConnected,
-    isActive: () => settings.isActive,
-    dataRoutes: parts.dataRoutes,
-    openapi: () => openApiDocument(`rest-connectors ${kind}`, VERSION, startup.apiKeys.length > 0, parts.openapi),
-  });
+  const app = makeApp(kind, ctx, parts);
 
   let listening: Listening;
   try {
