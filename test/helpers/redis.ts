@@ -39,6 +39,7 @@ export class TestRedis {
   }
 
   async start(): Promise<void> {
+    if (this.proc !== undefined && this.proc.exitCode === null) return;
     const proc = spawn(
       'redis-server',
       ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--protected-mode', 'yes'],
