@@ -1,10 +1,11 @@
-import { NEVER, Observable, of, throwError } from 'rxjs';
+import { map, NEVER, Observable, of, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { batches, toBatch, type Batch } from '../src/streams/batches';
 import { webhookLane, type LaneObserver, type PostBatch, type WebhookResponse, type LaneResult } from '../src/streams/deliver';
 import type { DecodedEntry, StreamEntry } from '../src/streams/entries';
 import { pushPipeline$, type PipelineEvent } from '../src/streams/pipeline';
-import { readUpdates$, type StreamPort } from '../src/streams/reader';
+import { readUpdates$, type ReadChunk, type StreamPort } from '../src/streams/reader';
+import { regroup } from '../src/streams/regroup';
 import type { Webhook } from '../src/config/managed';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
@@ -207,12 +208,19 @@ describe('push pipeline', () => {
     posts: Record<string, PostBatch>,
     acks: string[],
     maxAttempts = 3,
+    known: ReadonlyMap<string, string> = new Map(),
+    records: string[] = [],
   ) =>
     pushPipeline$({
       webhooks,
       windowMs: 10,
       maxSize: 100,
       lane: (index, webhook) => lane(ts, posts[webhook.url]!, { index, webhook, maxAttempts }),
+      knownBatches: known,
+      record: (b) => {
+        records.push(`${b.webhookId}@${ts.now()}`);
+        return of(1);
+      },
       ack: (ids) => {
         acks.push(`${ids.join('')}@${ts.now()}`);
         return of(1);
@@ -229,7 +237,7 @@ describe('push pipeline', () => {
     ts.run(({ cold, expectObservable }) => {
       const bad = scripted(ts, () => fail);
       const good = scripted(ts, () => ok);
-      const src = cold<StreamEntry>('a 14ms b 20ms |', { a: raw('a'), b: raw('b') });
+      const src = cold<StreamEntry>('a 14ms b 20ms |', { a: raw('a'), b: raw('b') }).pipe(live());
       const out = src.pipe(run(ts, [hook('http://bad/'), hook('http://good/')], { 'http://bad/': bad.post, 'http://good/': good.post }, acks), mapEvents(eventText));
       // batches close at 10 (a) and 20 (b); good answers 5 ms later; bad dead-letters after 3 attempts (5+100+5+200+5).
       expectObservable(out).toBe('15ms x 9ms y 299ms (zA) 6ms (wB|)', {
@@ -247,7 +255,7 @@ describe('push pipeline', () => {
     ts.run(({ cold, expectObservable }) => {
       const hang = scripted(ts, () => 'hang');
       const good = scripted(ts, () => ok);
-      const src = cold<StreamEntry>('a 14ms b', { a: raw('a'), b: raw('b') });
+      const src = cold<StreamEntry>('a 14ms b', { a: raw('a'), b: raw('b') }).pipe(live());
       const out = src.pipe(run(ts, [hook('http://hang/'), hook('http://good/')], { 'http://hang/': hang.post, 'http://good/': good.post }, acks), mapEvents(eventText));
       expectObservable(out, '^ 1000ms !').toBe('15ms x 9ms y', { x: '1:a:delivered', y: '1:b:delivered' });
     });
@@ -258,7 +266,7 @@ describe('push pipeline', () => {
     const ts = newScheduler();
     const acks: string[] = [];
     ts.run(({ cold, expectObservable }) => {
-      const src = cold<StreamEntry>('a b 20ms |', { a: raw('a'), b: { id: 'b', fields: ['data', 'not json'] } });
+      const src = cold<StreamEntry>('a b 20ms |', { a: raw('a'), b: { id: 'b', fields: ['data', 'not json'] } }).pipe(live());
       expectObservable(src.pipe(run(ts, [], {}, acks), mapEvents(eventText))).toBe('-x 8ms y 11ms |', { x: 'ack:b', y: 'ack:a' });
     });
     expect(acks).toEqual(['b@1', 'a@10']);
@@ -269,7 +277,7 @@ describe('push pipeline', () => {
     const acks: string[] = [];
     ts.run(({ cold, expectObservable }) => {
       const good = scripted(ts, () => ok);
-      const src = cold<StreamEntry>('a-|', { a: raw('a') });
+      const src = cold<StreamEntry>('a-|', { a: raw('a') }).pipe(live());
       expectObservable(src.pipe(run(ts, [hook('http://good/')], { 'http://good/': good.post }, acks), mapEvents(eventText))).toBe('7ms (xy|)', {
         x: '0:a:delivered', y: 'ack:a',
       });
@@ -277,18 +285,41 @@ describe('push pipeline', () => {
     expect(acks).toEqual(['a@7']);
   });
 
+  it('delivers replayed entries as their recorded batch (same webhook-id) and records new batches before their first attempt', () => {
+    const ts = newScheduler();
+    const records: string[] = [];
+    ts.run(({ cold, expectObservable }) => {
+      const good = scripted(ts, () => ok);
+      const src = cold<ReadChunk>('a 14ms b 20ms |', {
+        a: { entries: [raw('1-0'), raw('1-1'), raw('2-0')], replay: true },
+        b: { entries: [raw('3-0')], replay: false },
+      });
+      const out = src.pipe(run(ts, [hook('http://good/')], { 'http://good/': good.post }, [], 3, new Map([['1-0', '1-1']]), records));
+      expectObservable(out.pipe(map((e) => (e.kind === 'lane' ? e.result.batch.webhookId : 'ack')))).toBe('5ms (xa) 6ms (yb) 6ms (zc) 7ms |', {
+        x: '1-0_1-1', y: '2-0_2-0', z: '3-0_3-0', a: 'ack', b: 'ack', c: 'ack',
+      });
+    });
+    // 2-0 was replayed but not part of a recorded batch: batched anew (window closing at 10), and recorded
+    expect(records).toEqual(['2-0_2-0@10', '3-0_3-0@20']);
+  });
+
   it('subscribes each lane once and leaves no inner subscription behind', () => {
     const ts = newScheduler();
     ts.run(({ hot, expectObservable, expectSubscriptions }) => {
       const src = hot<StreamEntry>('--a--|', { a: raw('a') });
       const good = scripted(ts, () => ok);
-      expectObservable(src.pipe(run(ts, [hook('http://good/')], { 'http://good/': good.post }, []), mapEvents(eventText))).toBe('10ms (xy|)', {
+      expectObservable(src.pipe(live(), run(ts, [hook('http://good/')], { 'http://good/': good.post }, []), mapEvents(eventText))).toBe('10ms (xy|)', {
         x: '0:a:delivered', y: 'ack:a',
       });
       expectSubscriptions(src.subscriptions).toBe('^----!');
     });
   });
 });
+
+/** Entries as the reader's live chunks. */
+function live() {
+  return (s: Observable<StreamEntry>) => s.pipe(map((e): ReadChunk => ({ entries: [e], replay: false })));
+}
 
 function mapEvents(f: (e: PipelineEvent) => string) {
   return (s: Observable<PipelineEvent>) =>
@@ -324,21 +355,25 @@ describe('stream reader', () => {
     };
   };
 
-  it('re-reads its own pending entries first, then claims idle ones, then reads new entries; resumes after an error without re-reading pending', () => {
+  it('re-reads its own pending entries first (skipping those in flight), then claims idle ones, then reads new entries; after an error starts over from the group', () => {
     const ts = newScheduler();
     const calls: string[] = [];
     const errors: unknown[] = [];
     let stopping = false;
     ts.run(({ expectObservable }) => {
-      const p = port(ts, { pending: [[raw('1-0'), raw('1-1')], [raw('1-2')]], claims: [[raw('0-5')]], reads: [[raw('2-0')], [], 'error', [raw('3-0')]] }, calls);
+      const p = port(ts, { pending: [[raw('1-0'), raw('1-1')], [raw('1-2')], [], [raw('2-0')]], claims: [[raw('0-5')]], reads: [[raw('2-0')], [], 'error', [raw('3-0')]] }, calls);
       const out = readUpdates$(p, {
         startFromLatest: false, count: 10, blockMs: 500, retryMs: 50, claimIdleMs: 60000, claimEveryMs: 1_000_000,
-        isStopping: () => stopping, onError: (e) => errors.push(e), scheduler: ts,
+        isStopping: () => stopping, isInFlight: (id) => id === '1-0', onError: (e) => errors.push(e), scheduler: ts,
       });
       ts.schedule(() => (stopping = true), 70);
-      expectObservable(out.pipe(mapEvents2())).toBe('(abc) d 64ms (e|)', { a: '1-0,1-1', b: '1-2', c: '0-5', d: '2-0', e: '3-0' });
+      // after the error: 2-0 is pending again (its read's reply could have been lost) and re-read
+      expectObservable(out.pipe(mapEvents2())).toBe('(abc) d 4ms g 54ms f 4ms (e|)', { a: 'R1-1', b: 'R1-2', c: 'R0-5', d: 'L2-0', g: 'L', f: 'R2-0', e: 'L3-0' });
     });
-    expect(calls).toEqual(['group 0@0', 'pending 0', 'pending 1-1', 'pending 1-2', 'claim 0-0', 'group 0@0', 'read@0', 'read@5', 'read@10', 'group 0@65', 'read@65']);
+    expect(calls).toEqual([
+      'group 0@0', 'pending 0', 'pending 1-1', 'pending 1-2', 'claim 0-0', 'read@0', 'read@5', 'read@10',
+      'group 0@65', 'pending 0', 'pending 2-0', 'claim 0-0', 'read@65',
+    ]);
     expect(errors).toHaveLength(1);
   });
 
@@ -349,17 +384,38 @@ describe('stream reader', () => {
       const p = port(ts, { pending: [], claims: [], reads: [] }, calls);
       const out = readUpdates$(p, {
         startFromLatest: true, count: 10, blockMs: 500, retryMs: 50, claimIdleMs: 60000, claimEveryMs: 1_000_000,
-        isStopping: () => true, onError: () => undefined, scheduler: ts,
+        isStopping: () => true, isInFlight: () => false, onError: () => undefined, scheduler: ts,
       });
-      expectObservable(out).toBe('5ms |');
+      expectObservable(out.pipe(mapEvents2())).toBe('5ms (x|)', { x: 'L' });
     });
     expect(calls[0]).toBe('group $@0');
   });
 });
 
 function mapEvents2() {
-  return (s: Observable<StreamEntry[]>) =>
-    new Observable<string>((sub) =>
-      s.subscribe({ next: (es) => sub.next(es.map((e) => e.id).join(',')), error: (e) => sub.error(e), complete: () => sub.complete() }),
-    );
+  return (s: Observable<ReadChunk>) => s.pipe(map((c) => `${c.replay ? 'R' : 'L'}${c.entries.map((e) => e.id).join(',')}`));
 }
+
+describe('regroup (stable webhook-id after a restart)', () => {
+  const chunk = (replay: boolean, ...ids: string[]): ReadChunk => ({ entries: ids.map(raw), replay });
+  const unitText = () => (s: Observable<import('../src/streams/regroup').Unit>) =>
+    s.pipe(map((u) => (u.kind === 'entry' ? u.entry.id : `[${u.entries.map((e) => e.id).join(',')}]`)));
+
+  it('re-forms replayed entries along recorded boundaries, across pages, and lets others through', () => {
+    newScheduler().run(({ cold, expectObservable }) => {
+      const known = new Map([['1-0', '3-0'], ['5-0', '5-0'], ['7-0', '9-0']]);
+      const src = cold<ReadChunk>('a 9ms b 9ms c 9ms d 9ms |', {
+        a: chunk(true, '1-0', '2-0'), b: chunk(true, '3-0', '4-0', '5-0', '7-0'), c: chunk(true, '8-0'), d: chunk(false, '10-0'),
+      });
+      expectObservable(src.pipe(regroup(known), unitText())).toBe('10ms (xyz) 15ms (wv) 6ms |', { x: '[1-0,2-0,3-0]', y: '4-0', z: '[5-0]', w: '[7-0,8-0]', v: '10-0' });
+    });
+  });
+
+  it('closes an open batch at the first entry past its last ID, and never regroups live entries', () => {
+    newScheduler().run(({ cold, expectObservable }) => {
+      const known = new Map([['1-0', '3-0']]);
+      const src = cold<ReadChunk>('a 9ms b 9ms |', { a: chunk(true, '1-0', '4-0'), b: chunk(false, '1-0') });
+      expectObservable(src.pipe(regroup(known), unitText())).toBe('(xy) 6ms z 9ms |', { x: '[1-0]', y: '4-0', z: '1-0' });
+    });
+  });
+});

@@ -1,11 +1,11 @@
-import { defer, EMPTY, exhaustMap, from, interval, mergeMap, type Observable, catchError, concat, tap, ignoreElements } from 'rxjs';
+import { defer, EMPTY, exhaustMap, from, interval, mergeMap, type Observable, catchError, concat, tap, ignoreElements, retry, timer } from 'rxjs';
 import type { Webhook } from '../config/managed';
 import { outboundOpenApi, outboundRoutes } from '../http/outbound';
 import { webhookLane, exponentialBackoff, QUEUE_CAP, type AttemptResult, type LaneObserver } from '../streams/deliver';
 import { readGroupHealth, makeLossTracker } from '../streams/lossMonitor';
 import { pushPipeline$ } from '../streams/pipeline';
 import { readUpdates$ } from '../streams/reader';
-import { ackWith, deadLetterWith, groupName, redisStreamPort } from '../streams/redisPort';
+import { ackWith, deadLetterWith, groupName, loadBatches, recordWith, redisStreamPort } from '../streams/redisPort';
 import { axiosPostBatch } from '../streams/webhookClient';
 import { VERSION } from '../version';
 import type { Background, ConnectorContext, ConnectorParts } from './connector';
@@ -45,6 +45,8 @@ const startPush = (ctx: ConnectorContext): Background => {
   const http = axiosPostBatch(startup.webhooks.timeoutMilliseconds, `rest-connectors/${VERSION}`);
   const redis = ctx.datastore.client;
   let stopping = false;
+  /** Entries read and not yet acknowledged (bounded by the lanes' queues). */
+  const inFlight = new Set<string>();
 
   const tracker = makeLossTracker();
   const checkLoss$: Observable<never> = defer(() => readGroupHealth(redis, group)).pipe(
@@ -97,15 +99,22 @@ const startPush = (ctx: ConnectorContext): Background => {
       claimIdleMs: 60_000,
       claimEveryMs: 30_000,
       isStopping: () => stopping,
+      isInFlight: (id) => inFlight.has(id),
       onError: (err) => log.warn({ err: (err as Error).message, retryInSeconds: startup.datastore.connectionRetrySeconds }, 'reading process:updates failed; retrying'),
     }))),
-    mergeMap((chunk) => {
-      metrics.entriesRead.inc(chunk.length);
-      return from(chunk);
+    tap((chunk) => {
+      metrics.entriesRead.inc(chunk.entries.length);
+      for (const e of chunk.entries) inFlight.add(e.id);
     }),
   );
 
-  const pipeline$ = entries$.pipe(
+  const known = new Map<string, string>();
+  const pipeline$ = defer(async () => {
+    await ctx.datastore.ready();
+    for (const [first, last] of await loadBatches(redis, startup.id)) known.set(first, last);
+  }).pipe(
+    retry({ delay: () => timer(retryMs) }),
+    mergeMap(() => entries$),
     pushPipeline$({
       webhooks: settings.webhooks,
       windowMs: startup.webhooks.batchWindowMilliseconds,
@@ -122,7 +131,9 @@ const startPush = (ctx: ConnectorContext): Background => {
           deadLetter: deadLetterWith(redis, startup.id, retryMs),
           observer: observerFor(index, webhook),
         }),
-      ack: ackWith(redis, group, retryMs),
+      knownBatches: known,
+      record: recordWith(redis, startup.id, retryMs),
+      ack: (ids) => ackWith(redis, group, startup.id, retryMs)(ids).pipe(tap(() => ids.forEach((id) => inFlight.delete(id)))),
       onUndecodable: (id, reason) => log.warn({ id, reason }, 'stream entry skipped and acknowledged'),
       onBatch: (b) => metrics.batchSize.observe(b.size),
     }),

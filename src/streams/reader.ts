@@ -24,6 +24,12 @@ export interface ReaderOptions {
   /** Entries idle this long at another consumer are claimed (CONTRACT 4.3: 60 s). */
   readonly claimIdleMs: number;
   readonly claimEveryMs: number;
+  /**
+   * True for an entry this process read and has not acknowledged yet: after a reconnection the
+   * own pending entries are re-read (a read whose reply was lost stays pending at this consumer),
+   * and those still in the pipeline are skipped rather than delivered twice.
+   */
+  readonly isInFlight: (id: string) => boolean;
   /** Checked after every read: once true, the reader completes instead of reading again. */
   readonly isStopping: () => boolean;
   readonly onError: (err: unknown) => void;
@@ -33,33 +39,43 @@ export interface ReaderOptions {
 const lastId = (es: readonly StreamEntry[]): string => es[es.length - 1]!.id;
 
 /**
+ * Entries as read. `replay` marks own pending and claimed entries: they may have been batched
+ * before, and are re-batched along their recorded boundaries (see `regroup`). A live chunk may be
+ * empty (a BLOCK that timed out): it tells that the replay is over.
+ */
+export interface ReadChunk {
+  readonly entries: readonly StreamEntry[];
+  readonly replay: boolean;
+}
+
+/**
  * Entries of `process:updates` for this consumer, in chunks as read: first its own pending
  * entries (a restart loses nothing), then entries idle at other consumers, then new entries, with
  * a claim round every `claimEveryMs`. On an error (connection lost) it waits `retryMs` and
- * resumes from the group's position — without re-reading its pending entries, which are still
- * in the pipeline. The position is carried by the group and the stream, never by a mutable cursor
- * shared across subscriptions.
+ * starts over from the group's position: own pending entries not in flight here, then new ones.
+ * The position is carried by the group and the stream, never by a mutable cursor.
  */
-export const readUpdates$ = (port: StreamPort, o: ReaderOptions): Observable<StreamEntry[]> => {
+export const readUpdates$ = (port: StreamPort, o: ReaderOptions): Observable<ReadChunk> => {
   const scheduler = o.scheduler ?? asyncScheduler;
   const group$ = defer(() => port.createGroup(o.startFromLatest ? '$' : '0')).pipe(ignoreElements());
   const pending$ = defer(() => port.readOwnPending('0', o.count)).pipe(
     expand((es) => (es.length === 0 ? EMPTY : port.readOwnPending(lastId(es), o.count))),
     takeWhile((es) => es.length > 0),
+    map((es): ReadChunk => ({ entries: es.filter((e) => !o.isInFlight(e.id)), replay: true })),
+    filter((c) => c.entries.length > 0),
   );
   const claim$ = defer(() => port.claimIdle('0-0', o.claimIdleMs, o.count)).pipe(
     expand((r) => (r.next === '0-0' ? EMPTY : port.claimIdle(r.next, o.claimIdleMs, o.count))),
-    map((r) => r.entries),
-    filter((es) => es.length > 0),
+    map((r): ReadChunk => ({ entries: r.entries, replay: true })),
+    filter((c) => c.entries.length > 0),
   );
   let lastClaim = scheduler.now();
   const loop$ = defer(() => {
     const due = scheduler.now() - lastClaim >= o.claimEveryMs;
     if (due) lastClaim = scheduler.now();
-    const read$ = port.readNew(o.count, o.blockMs);
+    const read$ = port.readNew(o.count, o.blockMs).pipe(map((entries): ReadChunk => ({ entries, replay: false })));
     return due ? concat(claim$, read$) : read$;
   }).pipe(
-    filter((es) => es.length > 0),
     repeat({ delay: () => (o.isStopping() ? EMPTY : of(0)) }),
   );
   const retrying = <A>(source$: Observable<A>): Observable<A> =>
@@ -71,5 +87,5 @@ export const readUpdates$ = (port: StreamPort, o: ReaderOptions): Observable<Str
         },
       }),
     );
-  return concat(retrying(concat(group$, pending$, claim$)), retrying(concat(group$, loop$)));
+  return retrying(concat(group$, pending$, claim$, loop$));
 };

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { defer, from, map, type Observable, retry, timer } from 'rxjs';
+import { defer, map, type Observable, retry, timer } from 'rxjs';
 import { UPDATES_STREAM } from '../mapping/types';
 import type { Batch } from './batches';
 import { decodeAutoclaimReply, decodeReadReply } from './entries';
@@ -36,9 +36,27 @@ export const redisStreamPort = (blocking: Redis, group: string, consumer: string
     ),
 });
 
-/** XACK, tried again every `retryMs` while the data store is away (until unsubscribed on stop). */
-export const ackWith = (redis: Redis, group: string, retryMs: number) => (ids: readonly string[]): Observable<number> =>
-  defer(() => from(redis.xack(UPDATES_STREAM, group, ...ids))).pipe(retry({ delay: () => timer(retryMs) }));
+/** Boundaries of batches formed and not yet acknowledged (first ID → last ID), so that a restart re-forms them. */
+export const batchesKey = (connectorId: string): string => `connectors:${connectorId}:batches`;
+
+export const loadBatches = async (redis: Redis, connectorId: string): Promise<Map<string, string>> =>
+  new Map(Object.entries(await redis.hgetall(batchesKey(connectorId))));
+
+/** HSET of a new batch's boundaries, tried again every `retryMs` while the data store is away. */
+export const recordWith = (redis: Redis, connectorId: string, retryMs: number) => (batch: { ids: readonly string[] }): Observable<unknown> =>
+  defer(() => redis.hset(batchesKey(connectorId), batch.ids[0]!, batch.ids[batch.ids.length - 1]!)).pipe(retry({ delay: () => timer(retryMs) }));
+
+/**
+ * XACK and forgetting the batch's boundaries in one MULTI, tried again every `retryMs` while the
+ * data store is away (until unsubscribed on stop).
+ */
+export const ackWith = (redis: Redis, group: string, connectorId: string, retryMs: number) => (ids: readonly string[]): Observable<unknown> =>
+  defer(async () => {
+    const replies = await redis.multi().xack(UPDATES_STREAM, group, ...ids).hdel(batchesKey(connectorId), ids[0]!).exec();
+    const failed = replies?.find(([err]) => err !== null);
+    if (replies === null || failed !== undefined) throw failed?.[0] ?? new Error('XACK transaction aborted');
+    return replies;
+  }).pipe(retry({ delay: () => timer(retryMs) }));
 
 /** CONTRACT 4.2: fields url, webhookId, error, attempts, body; capped at MAXLEN ~ 10000. */
 export const deadLetterWith = (redis: Redis, connectorId: string, retryMs: number) =>
