@@ -55,11 +55,10 @@ export const readGroupHealth = async (redis: Redis, group: string): Promise<Grou
   const behindFirstEntry = first !== null && compareIds(lastDelivered, first) < 0 && lastDelivered !== '0-0'
     ? true
     : first !== null && lastDelivered === '0-0' && entriesAdded !== null && entriesAdded > length;
-  const trimmedUnread = behindFirstEntry
-    ? entriesAdded !== null && entriesRead !== null
-      ? Math.max(0, entriesAdded - length - entriesRead)
-      : null
-    : 0;
+  // Entries gone from the stream = entries-added − length; of those, the group had read entries-read.
+  // Redis may not know entries-read (null); a group still at 0-0 has read none of them.
+  const read = entriesRead ?? (lastDelivered === '0-0' ? 0 : null);
+  const trimmedUnread = behindFirstEntry ? (entriesAdded !== null && read !== null ? Math.max(0, entriesAdded - length - read) : null) : 0;
   return { length, lag: num(g.lag), pending: num(g.pending) ?? 0, trimmedUnread, behindFirstEntry };
 };
 

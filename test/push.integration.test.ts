@@ -1,0 +1,282 @@
+import { createHmac } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { Connector, eventually } from './helpers/cli';
+import { request } from './helpers/http';
+import { Receiver } from './helpers/receiver';
+import { freePort, TestRedis } from './helpers/redis';
+
+const pkg = require('../package.json') as { version: string };
+
+let redis: TestRedis;
+let client: Redis;
+const running: Connector[] = [];
+const receivers: Receiver[] = [];
+
+beforeAll(async () => {
+  redis = await TestRedis.start();
+  client = redis.client();
+});
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((c) => c.stop('SIGKILL')));
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+  await client.flushall();
+});
+afterAll(async () => {
+  client.disconnect();
+  await redis.destroy();
+});
+
+const FAST = {
+  Webhooks__BatchWindowMilliseconds: '50',
+  Webhooks__TimeoutMilliseconds: '300',
+  Webhooks__MaxAttempts: '3',
+  Datastore__StreamPollIntervalMilliseconds: '100',
+  Datastore__ConnectionRetrySeconds: '0.2',
+  Datastore__ConfigPollIntervalMilliseconds: '200',
+};
+
+const receiver = async (answer?: Parameters<typeof Receiver.start>[0]) => {
+  const r = await Receiver.start(answer);
+  receivers.push(r);
+  return r;
+};
+
+/** Starts an outbound connector with these webhooks and waits until its pipeline reads. */
+const outbound = async (id: string, webhooks: object[], env: Record<string, string> = {}, extraConfig: object = {}) => {
+  const port = await freePort();
+  await client.set(`connectors:${id}:config`, JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], webhooks, ...extraConfig }));
+  const c = new Connector('outbound', { Id: id, ConnectionStrings__Datastore: redis.url, Datastore__ConsumerName: `${id}-a`, ...FAST, ...env });
+  running.push(c);
+  await c.waitForLog((l) => l.msg === 'push pipeline started');
+  await eventually(async () => ((await client.xinfo('GROUPS', 'process:updates')) as unknown[]).length > 0 || undefined);
+  return { c, base: `http://127.0.0.1:${port}` };
+};
+
+/** Appends entries as the inbound connector does; `seq` in data identifies each. */
+const produce = async (from: number, count: number) => {
+  const ids: string[] = [];
+  const pipe = client.pipeline();
+  for (let seq = from; seq < from + count; seq++) {
+    const point = { casdu: 1, ioa: seq, type: 36, value: seq, timestamp: new Date().toISOString(), source: 'producer', seq };
+    pipe.xadd('process:updates', '*', 'casdu', '1', 'ioa', String(seq), 'source', 'producer', 'data', JSON.stringify(point));
+  }
+  for (const [, id] of (await pipe.exec())!) ids.push(String(id));
+  return ids;
+};
+
+const seqs = (points: Array<Record<string, unknown>>) => points.map((p) => p.seq as number);
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
+const flat = (a: unknown[]): Record<string, unknown> => Object.fromEntries(Array.from({ length: a.length / 2 }, (_, i) => [String(a[2 * i]), a[2 * i + 1]]));
+const pendingCount = async (id: string) => ((await client.xpending('process:updates', `rest-outbound:${id}`)) as [number])[0];
+
+describe('push mode', () => {
+  it('sends the contract headers, a verifiable Standard Webhooks signature and the points in stream order', async () => {
+    const r = await receiver();
+    const secretBytes = Buffer.from('a signing key of ours');
+    const secret = `whsec_${secretBytes.toString('base64')}`;
+    await outbound('headers', [{ url: r.url, headers: { Authorization: 'Bearer T0KEN', 'X-Tenant': 'plant-a' }, secret }]);
+    // data lacking casdu/ioa/source gets them from the entry's fields; unknown fields pass through
+    const ids = [
+      await client.xadd('process:updates', '*', 'casdu', '7', 'ioa', '70', 'source', 'other-connector', 'data', '{"type":1,"value":true,"timestamp":"2026-11-21T10:00:00.000Z","quality":"good"}'),
+      await client.xadd('process:updates', '*', 'casdu', '1', 'ioa', '2', 'source', 's', 'data', 'not json'),
+      await client.xadd('process:updates', '*', 'casdu', '8', 'ioa', '80', 'source', 's', 'data', '{"casdu":8,"ioa":80,"type":36,"value":1.5,"timestamp":"2026-11-21T10:00:00.000Z","source":"s"}'),
+    ];
+    await eventually(() => (r.delivered().length > 0 ? true : undefined));
+    const req = r.delivered()[0]!;
+    expect(req.headers['content-type']).toBe('application/json');
+    expect(req.headers.authorization).toBe('Bearer T0KEN');
+    expect(req.headers['x-tenant']).toBe('plant-a');
+    expect(req.headers['user-agent']).toBe(`rest-connectors/${pkg.version}`);
+    expect(req.headers['webhook-id']).toBe(`${ids[0]}_${ids[2]}`);
+    const ts = Number(req.headers['webhook-timestamp']);
+    expect(Math.abs(ts - Date.now() / 1000)).toBeLessThan(30);
+    // verified as a receiver would: HMAC-SHA256 over "{id}.{timestamp}.{body}" with the decoded whsec_ key
+    const expected = createHmac('sha256', secretBytes).update(`${req.headers['webhook-id']}.${ts}.${req.body}`).digest('base64');
+    expect(req.headers['webhook-signature']).toBe(`v1,${expected}`);
+    expect(JSON.parse(req.body)).toEqual({
+      datapoints: [
+        { casdu: 7, ioa: 70, source: 'other-connector', type: 1, value: true, timestamp: '2026-11-21T10:00:00.000Z', quality: 'good' },
+        { casdu: 8, ioa: 80, type: 36, value: 1.5, timestamp: '2026-11-21T10:00:00.000Z', source: 's' },
+      ],
+    });
+    await eventually(async () => ((await pendingCount('headers')) === 0 ? true : undefined), 5000, 'all acknowledged');
+  });
+
+  it('isolates webhooks: 500 forever, hanging, 500-twice-then-200 and 400 receivers never hold back a healthy one', async () => {
+    const failing = await receiver(() => ({ status: 500 }));
+    const hanging = await receiver(() => 'hang');
+    let flakyCalls = 0;
+    const flaky = await receiver(() => (++flakyCalls <= 2 ? { status: 500 } : { status: 200 }));
+    const rejecting = await receiver(() => ({ status: 400 }));
+    const healthy = await receiver();
+    const { c } = await outbound('isolation', [failing, hanging, flaky, rejecting, healthy].map((r) => ({ url: r.url })));
+    const start = Date.now();
+    await produce(0, 200);
+    await eventually(() => (healthy.points().length >= 200 ? true : undefined), 5000, 'healthy receiver got everything');
+    // promptly: well before the failing webhooks exhausted their retries (0.5 s + 1 s backoff)
+    expect(healthy.delivered().at(-1)!.at - start).toBeLessThan(1500);
+    expect(seqs(healthy.points())).toEqual(range(0, 200));
+    await eventually(() => (seqs(flaky.pointsDeduplicated()).length >= 200 ? true : undefined), 10000, 'flaky receiver got everything');
+    expect(seqs(flaky.pointsDeduplicated()).sort((a, b) => a - b)).toEqual(range(0, 200));
+    // everything acknowledged once every webhook is done with it
+    await eventually(async () => ((await pendingCount('isolation')) === 0 ? true : undefined), 15000, 'all acknowledged');
+    const dead = (await client.xrange('connectors:isolation:deadletter', '-', '+')).map(([, f]) => {
+      const o: Record<string, string> = {};
+      for (let i = 0; i < f.length; i += 2) o[f[i]!] = f[i + 1]!;
+      return o;
+    });
+    const byUrl = (u: string) => dead.filter((d) => d.url === u);
+    expect(byUrl(failing.url).length).toBeGreaterThan(0);
+    expect(byUrl(failing.url).every((d) => d.attempts === '3' && /HTTP 500 after 3 attempts/.test(d.error!))).toBe(true);
+    expect(byUrl(rejecting.url).every((d) => d.attempts === '1' && d.error === 'HTTP 400')).toBe(true);
+    expect(byUrl(hanging.url).every((d) => d.attempts === '3' && /timeout/.test(d.error!))).toBe(true);
+    for (const u of [failing.url, hanging.url, rejecting.url]) {
+      const points = byUrl(u).flatMap((d) => (JSON.parse(d.body!) as { datapoints: Array<{ seq: number }> }).datapoints.map((p) => p.seq));
+      expect(points.sort((a, b) => a - b)).toEqual(range(0, 200));
+      expect(byUrl(u).every((d) => /^\d+-\d+_\d+-\d+$/.test(d.webhookId!))).toBe(true);
+    }
+    expect(byUrl(flaky.url)).toEqual([]);
+    expect(byUrl(healthy.url)).toEqual([]);
+    // logged with url, status and attempts, never the header values
+    const errors = c.logs().filter((l) => l.msg === 'batch dead-lettered');
+    expect(errors.length).toBeGreaterThan(0);
+    const metrics = (await request(`${(await c.waitForLog((l) => Array.isArray(l.addresses))).addresses as string[]}`.replace(/,.*$/, '') + '/metrics')).text;
+    expect(metrics).toMatch(/webhook_deliveries_total\{webhook="4",host="127\.0\.0\.1:\d+",outcome="delivered"\} [1-9]/);
+    expect(metrics).toMatch(/webhook_deadlettered_total\{webhook="3",host="127\.0\.0\.1:\d+",reason="rejected"\} [1-9]/);
+    expect(metrics).not.toMatch(/\/hook/);
+  });
+
+  it('StartFromLatest true skips what was there before the group existed; false replays it', async () => {
+    const r1 = await receiver();
+    await produce(0, 5);
+    await outbound('latest', [{ url: r1.url }]);
+    await produce(5, 5);
+    await eventually(() => (r1.points().length >= 5 ? true : undefined));
+    await new Promise((res) => setTimeout(res, 300));
+    expect(seqs(r1.points())).toEqual(range(5, 10));
+
+    const r2 = await receiver();
+    await outbound('replay', [{ url: r2.url }], { Datastore__StartFromLatest: 'false' });
+    await eventually(() => (r2.points().length >= 10 ? true : undefined));
+    expect(seqs(r2.points())).toEqual(range(0, 10));
+  });
+
+  it('with no webhook configured, acknowledges every entry and sends nothing', async () => {
+    await outbound('none', []);
+    await produce(0, 50);
+    await eventually(async () => {
+      const groups = (await client.xinfo('GROUPS', 'process:updates')) as unknown[][];
+      const g = flat(groups.find((x) => x[1] === 'rest-outbound:none')!);
+      return g.pending === 0 && g['entries-read'] === 50 ? true : undefined;
+    });
+  });
+
+  it('SIGTERM mid-load, then a restart: every entry delivered, none twice', async () => {
+    const r = await receiver();
+    const first = await outbound('graceful', [{ url: r.url }]);
+    let produced = 0;
+    const producing = (async () => {
+      while (produced < 3000) {
+        await produce(produced, 100);
+        produced += 100;
+        await new Promise((res) => setTimeout(res, 20));
+      }
+    })();
+    await eventually(() => (r.points().length > 300 ? true : undefined));
+    expect(await first.c.stop('SIGTERM')).toBe(0);
+    await producing;
+    const second = await outbound('graceful', [{ url: r.url }]);
+    await eventually(() => (r.points().length >= 3000 ? true : undefined), 15000, 'all 3000 delivered');
+    await new Promise((res) => setTimeout(res, 300));
+    expect(seqs(r.points()).sort((a, b) => a - b)).toEqual(range(0, 3000));
+    expect(second.c.logs().some((l) => l.msg === 'push pipeline started')).toBe(true);
+  });
+
+  it('SIGKILL mid-load, then a restart: nothing lost, and duplicates carry the same webhook-id', async () => {
+    let slow = true;
+    const r = await receiver(() => (slow ? 'hang' : { status: 200 }));
+    const first = await outbound('crash', [{ url: r.url }], { Webhooks__TimeoutMilliseconds: '5000' });
+    await produce(0, 500);
+    await eventually(() => (r.requests.length > 0 ? true : undefined));
+    await first.c.stop('SIGKILL');
+    slow = false;
+    await produce(500, 500);
+    const hungIds = new Set(r.requests.map((q) => String(q.headers['webhook-id'])));
+    await outbound('crash', [{ url: r.url }]);
+    await eventually(() => (r.pointsDeduplicated().length >= 1000 ? true : undefined), 15000, 'all 1000 delivered');
+    expect(seqs(r.pointsDeduplicated()).sort((a, b) => a - b)).toEqual(range(0, 1000));
+    // the batches that were in flight at the crash went out again under their first webhook-id
+    const redelivered = r.delivered().map((q) => String(q.headers['webhook-id']));
+    for (const id of hungIds) expect(redelivered).toContain(id);
+  });
+
+  it('two processes with the same Id share the stream without duplicates', async () => {
+    const r = await receiver();
+    await outbound('shared', [{ url: r.url }], { Datastore__ConsumerName: 'replica-a' });
+    await outbound('shared', [{ url: r.url }], { Datastore__ConsumerName: 'replica-b' });
+    for (let i = 0; i < 20; i++) {
+      await produce(i * 100, 100);
+      await new Promise((res) => setTimeout(res, 10));
+    }
+    await eventually(() => (r.points().length >= 2000 ? true : undefined), 10000, 'all 2000 delivered');
+    await new Promise((res) => setTimeout(res, 300));
+    expect(seqs(r.points()).sort((a, b) => a - b)).toEqual(range(0, 2000));
+    const consumers = (await client.xinfo('CONSUMERS', 'process:updates', 'rest-outbound:shared')) as unknown[][];
+    expect(consumers.map((c) => c[1]).sort()).toEqual(['replica-a', 'replica-b']);
+  });
+
+  it('Redis stopped and restarted mid-run: delivery resumes and nothing is lost', async () => {
+    const r = await receiver();
+    await outbound('outage', [{ url: r.url }]);
+    await produce(0, 300);
+    await eventually(() => (r.points().length >= 300 ? true : undefined));
+    await redis.stop();
+    await new Promise((res) => setTimeout(res, 600));
+    await redis.start();
+    await produce(300, 300);
+    await eventually(() => (r.points().length >= 600 ? true : undefined), 15000, 'delivery resumed');
+    await new Promise((res) => setTimeout(res, 300));
+    expect(seqs(r.points()).sort((a, b) => a - b)).toEqual(range(0, 600));
+    await eventually(async () => ((await pendingCount('outage')) === 0 ? true : undefined), 5000, 'all acknowledged');
+  });
+
+  it('pull and push run at once: GET answers while the pipeline pushes', async () => {
+    const r = await receiver();
+    const { base } = await outbound('both', [{ url: r.url }]);
+    await client.set('process:image:casdu:1:ioa:1', JSON.stringify({ casdu: 1, ioa: 1, type: 36, value: 1, timestamp: '2026-11-21T10:00:00.000Z', source: 's' }));
+    const pushing = produce(0, 2000);
+    const gets = await Promise.all(Array.from({ length: 20 }, () => request(`${base}/api/datapoints?casdu=1&ioa=1`)));
+    await pushing;
+    expect(gets.every((g) => g.status === 200 && g.json().datapoints.length === 1)).toBe(true);
+    await eventually(() => (r.points().length >= 2000 ? true : undefined));
+  });
+
+  it('an inactive connector neither reads nor acknowledges the stream', async () => {
+    const r = await receiver();
+    await client.xgroup('CREATE', 'process:updates', 'rest-outbound:asleep', '$', 'MKSTREAM');
+    const port = await freePort();
+    await client.set('connectors:asleep:config', JSON.stringify({ isActive: false, hostUrls: [`http://127.0.0.1:${port}`], webhooks: [{ url: r.url }] }));
+    const c = new Connector('outbound', { Id: 'asleep', ConnectionStrings__Datastore: redis.url, ...FAST });
+    running.push(c);
+    await c.waitForLog((l) => String(l.msg).endsWith('connector listening'));
+    await produce(0, 10);
+    await new Promise((res) => setTimeout(res, 500));
+    expect(r.requests).toEqual([]);
+    const groups = (await client.xinfo('GROUPS', 'process:updates')) as unknown[][];
+    const g = flat(groups.find((x) => x[1] === 'rest-outbound:asleep')!);
+    expect([g.pending, g['last-delivered-id'], g.consumers]).toEqual([0, '0-0', 0]);
+  });
+
+  it('detects entries trimmed before they were read: error log with the count, and a metric', async () => {
+    const r = await receiver();
+    await client.xgroup('CREATE', 'process:updates', 'rest-outbound:trimmed', '$', 'MKSTREAM');
+    await produce(0, 100);
+    await client.xtrim('process:updates', 'MAXLEN', 40);
+    const { c, base } = await outbound('trimmed', [{ url: r.url }]);
+    const line = await c.waitForLog((l) => l.msg === 'entries of process:updates were trimmed before this connector read them');
+    expect(line).toMatchObject({ level: 'error', lost: 60 });
+    expect((await request(`${base}/metrics`)).text).toMatch(/^stream_entries_lost_total 60$/m);
+    await eventually(() => (r.points().length >= 40 ? true : undefined));
+    expect(seqs(r.points())).toEqual(range(60, 100));
+  });
+});

@@ -1,0 +1,96 @@
+import { Redis } from 'ioredis';
+import { decodeAutoclaimReply, decodeEntry, decodeReadReply } from '../src/streams/entries';
+import { compareIds, makeLossTracker, readGroupHealth } from '../src/streams/lossMonitor';
+import { TestRedis } from './helpers/redis';
+
+let redis: TestRedis;
+let client: Redis;
+
+beforeAll(async () => {
+  redis = await TestRedis.start();
+  client = redis.client(); // protocol 2, as the connectors use
+});
+afterAll(async () => {
+  client.disconnect();
+  await redis.destroy();
+});
+beforeEach(() => client.flushall());
+
+describe('stream reply shapes under RESP2 (the protocol the connectors choose)', () => {
+  it('XREADGROUP: null on timeout, [[stream, [[id, fields]]]] otherwise, [id, null] for a pending entry trimmed away', async () => {
+    await client.xgroup('CREATE', 'process:updates', 'g', '$', 'MKSTREAM');
+    expect(decodeReadReply(await client.call('XREADGROUP', 'GROUP', 'g', 'c', 'BLOCK', 10, 'STREAMS', 'process:updates', '>'), 'process:updates')).toEqual([]);
+    const id1 = await client.xadd('process:updates', '*', 'casdu', '1', 'ioa', '2', 'source', 's', 'data', '{"type":1}');
+    const id2 = await client.xadd('process:updates', '*', 'casdu', '1', 'ioa', '3', 'source', 's', 'data', '{"type":13}');
+    const read = decodeReadReply(await client.call('XREADGROUP', 'GROUP', 'g', 'c', 'COUNT', 10, 'STREAMS', 'process:updates', '>'), 'process:updates');
+    expect(read).toEqual([
+      { id: id1, fields: ['casdu', '1', 'ioa', '2', 'source', 's', 'data', '{"type":1}'] },
+      { id: id2, fields: ['casdu', '1', 'ioa', '3', 'source', 's', 'data', '{"type":13}'] },
+    ]);
+    expect(decodeEntry(read[0]!)).toEqual({ ok: true, entry: { id: id1, point: { type: 1, casdu: 1, ioa: 2, source: 's' } } });
+    await client.xdel('process:updates', id1!);
+    const pending = decodeReadReply(await client.call('XREADGROUP', 'GROUP', 'g', 'c', 'STREAMS', 'process:updates', '0'), 'process:updates');
+    expect(pending).toEqual([{ id: id1, fields: null }, { id: id2, fields: expect.any(Array) }]);
+    expect(decodeEntry(pending[0]!)).toMatchObject({ ok: false, reason: expect.stringMatching(/deleted/) });
+  });
+
+  it('XAUTOCLAIM: [next, entries, deleted]', async () => {
+    await client.xgroup('CREATE', 'process:updates', 'g', '$', 'MKSTREAM');
+    const id = await client.xadd('process:updates', '*', 'data', '{}');
+    await client.call('XREADGROUP', 'GROUP', 'g', 'dead-consumer', 'STREAMS', 'process:updates', '>');
+    const claimed = decodeAutoclaimReply(await client.call('XAUTOCLAIM', 'process:updates', 'g', 'alive', 0, '0-0', 'COUNT', 10));
+    expect(claimed).toEqual({ next: '0-0', entries: [{ id, fields: ['data', '{}'] }] });
+  });
+
+  it('RESP3 would answer XREADGROUP in another shape, which the decoder refuses rather than misreads', async () => {
+    const resp3 = new Redis({ port: redis.port, host: '127.0.0.1', protocol: 3 });
+    try {
+      await client.xgroup('CREATE', 'process:updates', 'g', '$', 'MKSTREAM');
+      await client.xadd('process:updates', '*', 'data', '{}');
+      const reply = await resp3.call('XREADGROUP', 'GROUP', 'g', 'c', 'STREAMS', 'process:updates', '>');
+      expect(() => decodeReadReply(reply, 'process:updates')).toThrow(/unexpected XREADGROUP/);
+    } finally {
+      resp3.disconnect();
+    }
+  });
+
+  it('decodes entries: fills casdu/ioa/source only where data lacks them; refuses data that is not an object', () => {
+    expect(decodeEntry({ id: '1-0', fields: ['casdu', '5', 'ioa', '6', 'source', 'x', 'data', '{"casdu":9,"v":1}'] })).toEqual({
+      ok: true, entry: { id: '1-0', point: { casdu: 9, v: 1, ioa: 6, source: 'x' } },
+    });
+    expect(decodeEntry({ id: '1-0', fields: ['data', '[1]'] })).toMatchObject({ ok: false, reason: 'data is not a JSON object' });
+    expect(decodeEntry({ id: '1-0', fields: ['casdu', '1'] })).toMatchObject({ ok: false, reason: 'entry has no data field' });
+  });
+});
+
+describe('loss detection', () => {
+  it('compares stream IDs numerically', () => {
+    expect(compareIds('9-0', '10-0')).toBe(-1);
+    expect(compareIds('10-2', '10-10')).toBe(-1);
+    expect(compareIds('5-1', '5-1')).toBe(0);
+  });
+
+  it('sees a group that read part of the stream before it was trimmed, and counts each loss once', async () => {
+    await client.xgroup('CREATE', 'process:updates', 'g', '$', 'MKSTREAM');
+    for (let i = 0; i < 20; i++) await client.xadd('process:updates', '*', 'data', '{}');
+    await client.call('XREADGROUP', 'GROUP', 'g', 'c', 'COUNT', 5, 'STREAMS', 'process:updates', '>');
+    for (let i = 0; i < 80; i++) await client.xadd('process:updates', '*', 'data', '{}');
+    await client.xtrim('process:updates', 'MAXLEN', 30);
+    const h = await readGroupHealth(client, 'g');
+    expect(h).toMatchObject({ length: 30, pending: 5, behindFirstEntry: true, trimmedUnread: 65 });
+    const track = makeLossTracker();
+    expect(track(h!)).toEqual({ newlyLost: 65, lagWarning: true });
+    expect(track(h!)).toEqual({ newlyLost: 0, lagWarning: false });
+    expect(await readGroupHealth(client, 'missing')).toBeNull();
+  });
+
+  it('reports nothing for a group that keeps up', async () => {
+    await client.xgroup('CREATE', 'process:updates', 'g', '$', 'MKSTREAM');
+    for (let i = 0; i < 10; i++) await client.xadd('process:updates', '*', 'data', '{}');
+    await client.call('XREADGROUP', 'GROUP', 'g', 'c', 'STREAMS', 'process:updates', '>');
+    await client.xtrim('process:updates', 'MAXLEN', 3);
+    const h = await readGroupHealth(client, 'g');
+    expect(h).toMatchObject({ behindFirstEntry: false, trimmedUnread: 0, lag: 0 });
+    expect(makeLossTracker()(h!)).toEqual({ newlyLost: 0, lagWarning: false });
+  });
+});
