@@ -1,0 +1,17 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+
+it('npm run demo shows a payload become data points and arrive at the webhook, then stops everything', async () => {
+  const demo = spawn(process.execPath, [join(__dirname, '..', 'dist', 'src', 'demo', 'demo.js')], {
+    env: { PATH: process.env.PATH ?? '', DEMO_DURATION_SECONDS: '3' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  demo.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  demo.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const code = await new Promise((resolve) => demo.on('exit', resolve));
+  expect(code).toBe(0);
+  expect(out).toMatch(/inbound POST #1 -> 200 \{"topic":"plant-a","succeeded":\["boiler-temp","pump-running","tap-position"\]\}/);
+  expect(out).toMatch(/webhook received batch \d+-\d+_\d+-\d+ with 3 data points:\n {4}casdu 1 ioa 1001 value [\d.]+ at /);
+  expect(out).toMatch(/stopped\.\n$/);
+});
