@@ -4,6 +4,12 @@ import { makeApiKeyCheck } from './auth';
 import type { Metrics } from './metrics';
 import { INACTIVE, NOT_CONNECTED, sendError, sendProblem } from './problem';
 
+export interface DataRoute {
+  readonly method: 'get' | 'post';
+  readonly path: string;
+  readonly handler: RequestHandler;
+}
+
 export interface AppDeps {
   readonly log: Logger;
   readonly metrics: Metrics;
@@ -11,8 +17,8 @@ export interface AppDeps {
   readonly isConnected: () => boolean;
   readonly isActive: () => boolean;
   readonly openapi: () => object;
-  /** The connector's data routes, mounted after authentication and the inactive check. */
-  readonly dataRoutes: express.Router;
+  /** The connector's data routes, each behind authentication and the inactive check. */
+  readonly dataRoutes: readonly DataRoute[];
 }
 
 const routeOf = (req: Request): string => {
@@ -41,15 +47,19 @@ export const createApp = (deps: AppDeps): express.Express => {
   app.set('query parser', 'simple');
   app.use(requestLog(deps.log, deps.metrics));
 
+  // Settings are fixed for the life of the process (a change restarts it): guards that would
+  // always pass are left out rather than run on every request.
   const authorized = makeApiKeyCheck(deps.apiKeys);
-  const requireKey: RequestHandler = (req, res, next) => {
-    if (deps.apiKeys.length === 0 || authorized(req)) return next();
-    sendProblem(res, 401, 'a valid API key is required (Authorization: Bearer <key> or X-Api-Key)', { 'WWW-Authenticate': 'Bearer' });
-  };
-  const requireActive: RequestHandler = (_req, res, next) => {
-    if (deps.isActive()) return next();
-    sendProblem(res, 503, INACTIVE);
-  };
+  const requireKey: RequestHandler[] =
+    deps.apiKeys.length === 0
+      ? []
+      : [
+          (req, res, next) => {
+            if (authorized(req)) return next();
+            sendProblem(res, 401, 'a valid API key is required (Authorization: Bearer <key> or X-Api-Key)', { 'WWW-Authenticate': 'Bearer' });
+          },
+        ];
+  const requireActive: RequestHandler[] = deps.isActive() ? [] : [(_req, res) => sendProblem(res, 503, INACTIVE)];
 
   app.get('/health/live', (_req, res) => {
     res.json({ status: 'ok' });
@@ -59,14 +69,16 @@ export const createApp = (deps: AppDeps): express.Express => {
     if (reason === undefined) res.json({ status: 'ready' });
     else res.status(503).json({ status: 'not ready', reason });
   });
-  app.get('/metrics', requireKey, async (_req, res) => {
+  const metricsHandler: RequestHandler = async (_req, res) => {
     deps.metrics.datastoreConnected.set(deps.isConnected() ? 1 : 0);
     res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
-  });
-  app.get('/openapi.json', requireKey, (_req, res) => {
+  };
+  const openapiHandler: RequestHandler = (_req, res) => {
     res.json(deps.openapi());
-  });
-  app.use('/api', requireKey, requireActive, deps.dataRoutes);
+  };
+  app.get('/metrics', ...requireKey, metricsHandler);
+  app.get('/openapi.json', ...requireKey, openapiHandler);
+  for (const r of deps.dataRoutes) app[r.method](r.path, ...requireKey, ...requireActive, r.handler);
 
   app.use((req: Request, res: Response) => {
     sendError(res, 404, 'not_found', `no resource at ${req.method} ${req.path}`);

@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/Either';
-import { Router } from 'express';
+import type { DataRoute } from './app';
 import type { Redis } from 'ioredis';
 import { applyMappings } from '../mapping/apply';
 import { errorCommands, writeCommands, type Command } from '../mapping/commands';
@@ -9,7 +9,7 @@ import type { Logger } from '../runtime/logger';
 import { isJsonMediaType, readBody } from './body';
 import type { Metrics } from './metrics';
 import { problem, jsonError, type OpenApiPart } from './openapi';
-import { NOT_CONNECTED, sendError, sendProblem } from './problem';
+import { NOT_CONNECTED, sendError, sendJsonText, sendProblem } from './problem';
 
 export interface InboundDeps {
   readonly connectorId: string;
@@ -36,9 +36,8 @@ export const execAtomically = async (redis: Redis, commands: readonly Command[])
 };
 
 /** CONTRACT 5.1: every check of the table, in its order, then the all-or-nothing write. */
-export const inboundRoutes = (d: InboundDeps): Router => {
-  const router = Router();
-  router.post('/datapoints', async (req, res) => {
+export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
+  { method: 'post', path: '/api/datapoints', handler: async (req, res) => {
     const receivedAt = d.now().toISOString();
     const topic = req.query.topic;
     if (typeof topic !== 'string' || topic === '') {
@@ -89,7 +88,7 @@ export const inboundRoutes = (d: InboundDeps): Router => {
         return;
       }
       d.metrics.inboundWrites.inc({ outcome: 'written' });
-      res.status(200).type('application/json').send(JSON.stringify(okBody(topic, result.right)));
+      sendJsonText(res, 200, JSON.stringify(okBody(topic, result.right)));
       return;
     }
     const failures = result.left;
@@ -104,10 +103,9 @@ export const inboundRoutes = (d: InboundDeps): Router => {
     }
     d.metrics.inboundWrites.inc({ outcome: 'rejected' });
     d.log.warn({ topic, failed: failures.failed.map((f) => ({ signalId: f.mapping.name, error: f.error })) }, 'mappings failed; nothing written');
-    res.status(422).type('application/json').send(JSON.stringify(failureBody(topic, failures)));
-  });
-  return router;
-};
+    sendJsonText(res, 422, JSON.stringify(failureBody(topic, failures)));
+  } },
+];
 
 export const inboundOpenApi: OpenApiPart = {
   paths: {

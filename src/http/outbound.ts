@@ -1,12 +1,13 @@
 import * as E from 'fp-ts/Either';
-import { Router, type Response } from 'express';
+import type { Response } from 'express';
+import type { DataRoute } from './app';
 import type { Redis } from 'ioredis';
 import { processImageKey } from '../mapping/types';
 import type { Logger } from '../runtime/logger';
 import type { Metrics } from './metrics';
 import { problem, type OpenApiPart } from './openapi';
 import { decodePointFilter, parseImageKey, scanPattern, type PointFilter } from './outboundQuery';
-import { NOT_CONNECTED, sendError, sendProblem } from './problem';
+import { NOT_CONNECTED, sendError, sendJsonText, sendProblem } from './problem';
 
 export interface OutboundDeps {
   readonly redis: Redis;
@@ -74,7 +75,8 @@ const streamPoints = async (d: OutboundDeps, res: Response, keys: readonly strin
     }
   };
   for (let i = 0; i < ahead; i++) fetch(i);
-  res.status(200).type('application/json');
+  res.statusCode = 200;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
   let first = true;
   let count = 0;
   let skipped = 0;
@@ -104,9 +106,8 @@ const streamPoints = async (d: OutboundDeps, res: Response, keys: readonly strin
   if (skipped > 0) d.metrics.getSkipped.inc(skipped);
 };
 
-export const outboundRoutes = (d: OutboundDeps): Router => {
-  const router = Router();
-  router.get('/datapoints', async (req, res) => {
+export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
+  { method: 'get', path: '/api/datapoints', handler: async (req, res) => {
     const filter = decodePointFilter(req.query as Record<string, unknown>);
     if (E.isLeft(filter)) {
       sendError(res, 400, filter.left.code, filter.left.message);
@@ -122,13 +123,13 @@ export const outboundRoutes = (d: OutboundDeps): Router => {
       if (f.casdu !== undefined && f.ioa !== undefined) {
         const key = processImageKey(f.casdu, f.ioa);
         const value = await d.redis.get(key);
-        if (value !== null && !isJsonObjectText(value)) {
+        const ok = value !== null && isJsonObjectText(value);
+        if (ok) d.metrics.getPoints.inc();
+        else if (value !== null) {
           d.metrics.getSkipped.inc();
           d.log.warn({ key }, 'stored value is not a JSON object; left out');
         }
-        const ok = value !== null && isJsonObjectText(value);
-        if (ok) d.metrics.getPoints.inc();
-        res.status(200).type('application/json').send(ok ? `{"datapoints":[${value}]}` : '{"datapoints":[]}');
+        sendJsonText(res, 200, ok ? `{"datapoints":[${value}]}` : '{"datapoints":[]}');
         return;
       }
       keys = await findKeys(d.redis, f);
@@ -144,9 +145,8 @@ export const outboundRoutes = (d: OutboundDeps): Router => {
       if (res.headersSent) res.destroy();
       else sendProblem(res, 503, NOT_CONNECTED);
     }
-  });
-  return router;
-};
+  } },
+];
 
 export const dataPointSchema = {
   type: 'object',

@@ -11,8 +11,16 @@ export const sendProblem = (res: Response, status: number, detail: string, heade
 
 /** The `{"code","message"}` bodies of the contract's error tables. */
 export const sendError = (res: Response, status: number, code: string, message: string): void => {
-  res.status(status).type('application/json').send(JSON.stringify({ code, message }));
+  sendJsonText(res, status, JSON.stringify({ code, message }));
 };
 
 export const NOT_CONNECTED = 'data store is not connected';
 export const INACTIVE = 'connector is inactive';
+
+/** A JSON body already serialised: no content-type lookup, no ETag, one write. */
+export const sendJsonText = (res: Response, status: number, body: string): void => {
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
+};

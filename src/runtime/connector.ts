@@ -1,10 +1,9 @@
 import * as E from 'fp-ts/Either';
-import type { Router } from 'express';
 import type { RedisOptions } from 'ioredis';
 import { defer, type Subscription } from 'rxjs';
 import { parseManagedSettings, DEFAULT_SETTINGS, type ManagedSettings } from '../config/managed';
 import type { StartupSettings } from '../config/startup';
-import { createApp } from '../http/app';
+import { createApp, type DataRoute } from '../http/app';
 import { makeMetrics, type Metrics } from '../http/metrics';
 import { openApiDocument, type OpenApiPart } from '../http/openapi';
 import { watchConfig$ } from '../streams/watchConfig';
@@ -33,7 +32,7 @@ export interface Background {
 }
 
 export interface ConnectorParts {
-  readonly dataRoutes: Router;
+  readonly dataRoutes: readonly DataRoute[];
   readonly openapi: OpenApiPart;
   /** Work that runs beside the HTTP servers (the outbound push pipeline). */
   readonly start?: () => Background;

@@ -39,6 +39,7 @@ export class TestRedis {
   }
 
   async start(): Promise<void> {
+    await this.stopping;
     if (this.proc !== undefined && this.proc.exitCode === null) return;
     const proc = spawn(
       'redis-server',
@@ -63,15 +64,20 @@ export class TestRedis {
     throw new Error('redis-server did not start');
   }
 
-  /** SIGTERM: redis-server flushes its append-only file and exits. */
-  async stop(): Promise<void> {
+  private stopping: Promise<void> = Promise.resolve();
+
+  /** SIGTERM: redis-server flushes its append-only file and exits. A start() waits for it. */
+  stop(): Promise<void> {
     const proc = this.proc;
-    if (proc === undefined || proc.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      proc.once('exit', () => resolve());
+    if (proc === undefined || proc.exitCode !== null) return this.stopping;
+    this.stopping = new Promise<void>((resolve) => {
+      proc.once('exit', () => {
+        this.proc = undefined;
+        resolve();
+      });
       proc.kill('SIGTERM');
     });
-    this.proc = undefined;
+    return this.stopping;
   }
 
   async destroy(): Promise<void> {

@@ -1,0 +1,98 @@
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+export const DIST = join(__dirname, '..');
+export const CLI = join(DIST, 'src', 'cli.js');
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+
+/** A private redis-server for the benchmark (never the machine's own). */
+export const startRedis = async (): Promise<{ port: number; stop(): Promise<void> }> => {
+  const port = await freePort();
+  const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  await sleep(300);
+  return { port, stop: () => new Promise((r) => (p.exitCode !== null ? r() : (p.once('exit', () => r()), p.kill('SIGTERM')))) };
+};
+
+export const httpGet = (url: string): Promise<{ status: number; bytes: number }> =>
+  new Promise((resolve, reject) => {
+    const req = request(url, { agent: false }, (res) => {
+      let bytes = 0;
+      res.on('data', (d: Buffer) => (bytes += d.length));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+
+export const waitReady = async (url: string, timeoutMs = 15000): Promise<void> => {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    try {
+      if ((await httpGet(url)).status === 200) return;
+    } catch {
+      /* not yet */
+    }
+    await sleep(50);
+  }
+  throw new Error(`${url} not ready`);
+};
+
+/** A connector process of ours, logging to /dev/null (pino still formats and writes every line). */
+export const startConnector = (kind: 'inbound' | 'outbound', env: Record<string, string>): ChildProcess =>
+  spawn(process.execPath, [CLI, kind], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+
+export const startScript = (file: string, args: string[], env: Record<string, string> = {}): ChildProcess =>
+  fork(join(__dirname, file), args, { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+
+export const stop = (p: ChildProcess): Promise<void> =>
+  new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r() : (p.once('exit', () => r()), p.kill('SIGTERM'))));
+
+/** Resident set size and its peak (kB → MB) from /proc; `resetPeak` clears VmHWM (root). */
+export const memory = (pid: number): { rssMb: number; peakMb: number } => {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
+  return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 };
+};
+export const resetPeak = (pid: number): void => writeFileSync(`/proc/${pid}/clear_refs`, '5');
+
+/** One message from a forked script. */
+export const nextMessage = <A>(p: ChildProcess): Promise<A> => new Promise((resolve) => p.once('message', (m) => resolve(m as A)));
+
+export const percentile = (sorted: number[], p: number): number =>
+  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+export const median = (xs: number[]): number => percentile([...xs].sort((a, b) => a - b), 50);
+
+export type Row = Record<string, string | number>;
+
+export const printTable = (title: string, rows: Row[]): void => {
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const cell = (v: string | number | undefined) => (v === undefined ? '' : typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : v);
+  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
+  const line = (vals: string[]) => `| ${vals.map((v, i) => v.padEnd(widths[i]!)).join(' | ')} |`;
+  process.stdout.write(`\n${title}\n${line(cols)}\n${line(widths.map((w) => '-'.repeat(w)))}\n`);
+  for (const r of rows) process.stdout.write(`${line(cols.map((c) => cell(r[c])))}\n`);
+};
+
+export const saveResult = (scenario: string, data: unknown): string => {
+  const dir = join(DIST, '..', 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${scenario}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify({ scenario, at: new Date().toISOString(), seconds: SECONDS, ...((data as object) ?? {}) }, null, 2));
+  return file;
+};

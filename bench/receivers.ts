@@ -1,0 +1,47 @@
+/**
+ * Webhook receivers for the push scenarios: one HTTP server per port given, each recording the
+ * points it received and their end-to-end latency (receipt time − the producer's append time `t`).
+ * Asked over IPC for a report, it answers with counts and latency percentiles per receiver.
+ */
+import { createServer } from 'node:http';
+import { percentile } from './lib';
+
+const ports = process.argv.slice(2).map(Number);
+const stats = ports.map(() => ({ points: 0, requests: 0, seqs: new Set<number>(), duplicates: 0, latencies: [] as number[], first: 0, last: 0 }));
+
+ports.forEach((port, i) => {
+  createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (d: Buffer) => parts.push(d));
+    req.on('end', () => {
+      const now = Date.now();
+      const s = stats[i]!;
+      const points = (JSON.parse(Buffer.concat(parts).toString('utf8')) as { datapoints: Array<{ t: number; seq: number }> }).datapoints;
+      s.requests++;
+      for (const p of points) {
+        if (s.seqs.has(p.seq)) s.duplicates++;
+        else s.seqs.add(p.seq);
+        s.points++;
+        s.latencies.push(now - p.t);
+      }
+      if (s.first === 0) s.first = now;
+      s.last = now;
+      res.writeHead(200).end();
+    });
+  }).listen(port, '127.0.0.1');
+});
+
+process.on('message', (m: string) => {
+  if (m === 'reset') {
+    for (const s of stats) Object.assign(s, { points: 0, requests: 0, seqs: new Set<number>(), duplicates: 0, latencies: [], first: 0, last: 0 });
+    process.send?.('ok');
+  } else if (m === 'report') {
+    process.send?.(
+      stats.map((s) => {
+        const sorted = [...s.latencies].sort((a, b) => a - b);
+        return { distinct: s.seqs.size, points: s.points, duplicates: s.duplicates, requests: s.requests, p50: percentile(sorted, 50), p99: percentile(sorted, 99), first: s.first, last: s.last };
+      }),
+    );
+  }
+});
+process.send?.('ready');

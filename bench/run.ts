@@ -1,0 +1,257 @@
+/**
+ * `npm run bench [-- scenario …]`: every figure of ours next to a baseline measured in the same
+ * run, as a ratio. Scenarios: inbound-10-mappings, get-all-100k, get-one, push-5-webhooks,
+ * push-one-dead-webhook. BENCH_SECONDS shortens the load phases (default 10).
+ */
+import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
+import type { ChildProcess } from 'node:child_process';
+import { benchMappingsConfig, benchPayload } from './fixtures';
+import {
+  freePort, httpGet, median, memory, nextMessage, printTable, resetPeak, saveResult, SECONDS, sleep,
+  startConnector, startRedis, startScript, stop, waitReady, type Row,
+} from './lib';
+
+type Redises = { port: number; client: Redis };
+
+interface Load { rps: number; p50: number; p99: number; errors: number; non2xx: number }
+
+const load = (opts: autocannon.Options): Promise<Load> =>
+  new Promise((resolve, reject) => {
+    autocannon({ connections: 50, duration: SECONDS, ...opts }, (err, r) => {
+      if (err) return reject(err);
+      resolve({ rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx });
+    });
+  });
+
+const withConnector = async <A>(
+  r: Redises, kind: 'inbound' | 'outbound', id: string, config: object, env: Record<string, string>, fn: (base: string, p: ChildProcess) => Promise<A>,
+): Promise<A> => {
+  const port = await freePort();
+  await r.client.set(`connectors:${id}:config`, JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], ...config }));
+  const p = startConnector(kind, { Id: id, ConnectionStrings__Datastore: `127.0.0.1:${r.port}`, ...env });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    await waitReady(`${base}/health/ready`);
+    return await fn(base, p);
+  } finally {
+    await stop(p);
+  }
+};
+
+const withBaselineServer = async <A>(r: Redises, mode: string, fn: (base: string) => Promise<A>): Promise<A> => {
+  const port = await freePort();
+  const p = startScript('baselineServer.js', [mode, String(r.port), String(port)]);
+  await nextMessage(p);
+  try {
+    return await fn(`http://127.0.0.1:${port}`);
+  } finally {
+    await stop(p);
+  }
+};
+
+const ratioRow = (ours: Load, base: Load): Row => ({
+  'req/s ratio': ours.rps / base.rps, 'p99 ratio': ours.p99 / Math.max(base.p99, 1),
+});
+
+const inbound = async (r: Redises) => {
+  const body = benchPayload();
+  const opts = { method: 'POST' as const, headers: { 'content-type': 'application/json' }, body };
+  await r.client.flushall();
+  const ours = await withConnector(r, 'inbound', 'bench-in', { mappings: benchMappingsConfig() }, {}, async (base) => {
+    const check = await load({ ...opts, url: `${base}/api/datapoints?topic=bench`, duration: 1 });
+    if (check.non2xx > 0) throw new Error('the inbound connector did not answer 200 to the bench payload');
+    return load({ ...opts, url: `${base}/api/datapoints?topic=bench` });
+  });
+  await r.client.flushall();
+  const base = await withBaselineServer(r, 'inbound', (b) => load({ ...opts, url: `${b}/api/datapoints?topic=bench` }));
+  const rows = [
+    { scenario: 'inbound-10-mappings', server: 'ours', 'req/s': ours.rps, 'p50 ms': ours.p50, 'p99 ms': ours.p99, non2xx: ours.non2xx },
+    { scenario: 'inbound-10-mappings', server: 'baseline', 'req/s': base.rps, 'p50 ms': base.p50, 'p99 ms': base.p99, non2xx: base.non2xx },
+  ];
+  printTable(`inbound-10-mappings (1 KB payload, ${Buffer.byteLength(body)} bytes; 50 connections, ${SECONDS} s each)`, rows);
+  printTable('inbound-10-mappings ratio (targets: req/s >= 0.9, p99 <= 1.2)', [ratioRow(ours, base)]);
+  return { ours, baseline: base, payloadBytes: Buffer.byteLength(body) };
+};
+
+const getOne = async (r: Redises) => {
+  await r.client.flushall();
+  await r.client.set('process:image:casdu:1:ioa:5', JSON.stringify({ casdu: 1, ioa: 5, type: 36, value: 21.5, timestamp: '2026-11-21T10:15:00.000Z', source: 'x' }));
+  const ours = await withConnector(r, 'outbound', 'bench-get', {}, {}, (b) => load({ url: `${b}/api/datapoints?casdu=1&ioa=5` }));
+  const base = await withBaselineServer(r, 'get-one', (b) => load({ url: `${b}/api/datapoints?casdu=1&ioa=5` }));
+  printTable(`get-one (both filters; 50 connections, ${SECONDS} s each)`, [
+    { scenario: 'get-one', server: 'ours', 'req/s': ours.rps, 'p50 ms': ours.p50, 'p99 ms': ours.p99, non2xx: ours.non2xx },
+    { scenario: 'get-one', server: 'baseline', 'req/s': base.rps, 'p50 ms': base.p50, 'p99 ms': base.p99, non2xx: base.non2xx },
+  ]);
+  printTable('get-one ratio (target: req/s >= 0.9)', [ratioRow(ours, base)]);
+  return { ours, baseline: base };
+};
+
+const getAll = async (r: Redises) => {
+  await r.client.flushall();
+  for (let casdu = 0; casdu < 10; casdu++) {
+    const pipe = r.client.pipeline();
+    for (let ioa = 0; ioa < 10000; ioa++) {
+      pipe.set(`process:image:casdu:${casdu}:ioa:${ioa}`, JSON.stringify({ casdu, ioa, type: 36, value: ioa / 10, timestamp: '2026-11-21T10:15:00.000Z', source: 'inbound-plant-a' }));
+    }
+    await pipe.exec();
+  }
+  const runs = 3;
+  const ours = await withConnector(r, 'outbound', 'bench-all', {}, {}, async (b, p) => {
+    await httpGet(`${b}/api/datapoints?casdu=0&ioa=0`); // warm up
+    await sleep(500);
+    const idle = memory(p.pid!);
+    resetPeak(p.pid!);
+    const times: number[] = [];
+    let bytes = 0;
+    for (let i = 0; i < runs; i++) {
+      const start = process.hrtime.bigint();
+      const res = await httpGet(`${b}/api/datapoints`);
+      times.push(Number(process.hrtime.bigint() - start) / 1e6);
+      bytes = res.bytes;
+    }
+    const after = memory(p.pid!);
+    return { ms: median(times), times, bytes, idleRssMb: idle.rssMb, peakRssMb: after.peakMb };
+  });
+  const bp = startScript('getAllBaseline.js', [String(r.port), String(runs)]);
+  const baseRuns = await nextMessage<Array<{ ms: number; points: number }>>(bp);
+  await stop(bp);
+  const base = { ms: median(baseRuns.map((x) => x.ms)), points: baseRuns[0]!.points };
+  printTable(`get-all-100k (100,000 points over 10 casdu values; median of ${runs})`, [
+    { scenario: 'get-all-100k', who: 'ours (HTTP, streamed)', 'time ms': ours.ms, 'response MB': ours.bytes / 1e6, 'RSS idle MB': ours.idleRssMb, 'peak RSS MB': ours.peakRssMb, 'growth MB': ours.peakRssMb - ours.idleRssMb },
+    { scenario: 'get-all-100k', who: 'baseline (SCAN+MGET+JSON.parse)', 'time ms': base.ms, points: base.points },
+  ]);
+  printTable('get-all-100k ratio (targets: time <= 1.3, growth < 60 MB)', [{ 'time ratio': ours.ms / base.ms, 'RSS growth MB': ours.peakRssMb - ours.idleRssMb }]);
+  return { ours, baseline: base };
+};
+
+interface PushFigures { rate: number; produced: number; producedPerSecond: number; delivered: number[]; duplicates: number[]; p50: number; p99: number; throughput: number }
+
+/** One push run at a fixed rate: ours (the outbound connector) or the bare loop. */
+const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadFirst: boolean): Promise<PushFigures> => {
+  await r.client.flushall();
+  const ports = await Promise.all([0, 1, 2, 3, 4].map(() => freePort()));
+  const live = deadFirst ? ports.slice(1) : ports;
+  const receivers = startScript('receivers.js', live.map(String));
+  await nextMessage(receivers);
+  const urls = ports.map((p) => `http://127.0.0.1:${p}/hook`);
+  let server: ChildProcess;
+  if (who === 'ours') {
+    const port = await freePort();
+    await r.client.set('connectors:bench-push:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], webhooks: urls.map((url) => ({ url })) }));
+    server = startConnector('outbound', { Id: 'bench-push', ConnectionStrings__Datastore: `127.0.0.1:${r.port}`, Webhooks__TimeoutMilliseconds: '2000', Webhooks__MaxAttempts: '2' });
+    await waitReady(`http://127.0.0.1:${port}/health/ready`);
+    for (let i = 0; i < 100 && (await r.client.exists('process:updates')) === 0; i++) await sleep(50);
+  } else {
+    server = startScript('pushBaseline.js', [String(r.port), ...urls]);
+    await nextMessage(server);
+  }
+  await sleep(300);
+  const producer = startScript('producer.js', [String(r.port), String(rate), String(SECONDS)]);
+  const made = await nextMessage<{ produced: number; seconds: number }>(producer);
+  // let deliveries finish: until every live receiver has everything, or 10 s more
+  let report: Array<{ distinct: number; duplicates: number; p50: number; p99: number; first: number; last: number; points: number }> = [];
+  for (let i = 0; i < 100; i++) {
+    receivers.send('report');
+    report = await nextMessage(receivers);
+    if (report.every((x) => x.distinct >= made.produced)) break;
+    await sleep(100);
+  }
+  await stop(server);
+  await stop(receivers);
+  const delivered = ports.map((p) => (live.includes(p) ? report[live.indexOf(p)]!.distinct / made.produced : 0));
+  const liveReports = report;
+  return {
+    rate,
+    produced: made.produced,
+    producedPerSecond: made.produced / made.seconds,
+    delivered,
+    duplicates: liveReports.map((x) => x.duplicates),
+    p50: Math.max(...liveReports.map((x) => x.p50)),
+    p99: Math.max(...liveReports.map((x) => x.p99)),
+    throughput: Math.min(...liveReports.map((x) => x.distinct / Math.max(0.001, (x.last - x.first) / 1000 + 0.001))),
+  };
+};
+
+const pushRow = (who: string, f: PushFigures): Row => ({
+  who, 'target/s': f.rate, 'produced/s': Math.round(f.producedPerSecond),
+  'delivered %': f.delivered.map((d) => (d * 100).toFixed(1)).join(' / '),
+  'p50 ms': f.p50, 'p99 ms': f.p99, 'points/s per receiver': Math.round(f.throughput),
+});
+
+const complete = (f: PushFigures, deadFirst = false) => f.delivered.every((d, i) => (deadFirst && i === 0) || d >= 1);
+
+const push = async (r: Redises) => {
+  const rows: Row[] = [];
+  const figures: Record<string, PushFigures[]> = { ours: [], baseline: [] };
+  for (const rate of [5000, 20000]) {
+    for (const who of ['ours', 'baseline'] as const) {
+      const f = await pushRun(r, who, rate, false);
+      figures[who]!.push(f);
+      rows.push(pushRow(who, f));
+    }
+  }
+  printTable(`push-5-webhooks (fixed rates, ${SECONDS} s each; delivered per receiver; latency = append → receipt)`, rows);
+  // the highest rate that still delivers everything with p99 under 200 ms, for each
+  const highest: Record<string, number> = {};
+  const searchRows: Row[] = [];
+  for (const who of ['ours', 'baseline'] as const) {
+    highest[who] = 0;
+    for (const rate of [10000, 20000, 30000, 40000, 50000, 60000, 80000]) {
+      const f = await pushRun(r, who, rate, false);
+      searchRows.push(pushRow(who, f));
+      if (!complete(f) || f.p99 >= 200 || f.producedPerSecond < rate * 0.95) break;
+      highest[who] = rate;
+    }
+  }
+  printTable('push-5-webhooks: search for the highest rate delivering 100 % with p99 < 200 ms', searchRows);
+  const at5k = figures.ours![0]!;
+  printTable('push-5-webhooks ratio (targets: 100 % delivered; p99 at 5,000/s <= window + 50 ms = 150 ms; highest rate >= 1.2x)', [
+    { 'ours 5k/s all delivered': String(complete(at5k)), 'ours p99 at 5k/s ms': at5k.p99, 'ours highest/s': highest.ours!, 'baseline highest/s': highest.baseline!, 'highest ratio': highest.ours! / Math.max(1, highest.baseline!) },
+  ]);
+  return { figures, search: searchRows, highest };
+};
+
+const pushDead = async (r: Redises) => {
+  const rows: Row[] = [];
+  const healthy = await pushRun(r, 'ours', 5000, false);
+  const dead = await pushRun(r, 'ours', 5000, true);
+  const base = await pushRun(r, 'baseline', 5000, true);
+  rows.push(pushRow('ours, 5 live', healthy), pushRow('ours, receiver 0 down', dead), pushRow('baseline, receiver 0 down', base));
+  printTable(`push-one-dead-webhook (5,000/s, ${SECONDS} s; receiver 0 refuses connections)`, rows);
+  printTable('push-one-dead-webhook ratio (the other four keep the same figures)', [
+    { 'others all delivered': String(complete(dead, true)), 'p99 ratio (dead / healthy)': dead.p99 / Math.max(1, healthy.p99), 'throughput ratio': dead.throughput / healthy.throughput },
+  ]);
+  return { healthy, dead, baseline: base };
+};
+
+const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
+  'inbound-10-mappings': inbound,
+  'get-all-100k': getAll,
+  'get-one': getOne,
+  'push-5-webhooks': push,
+  'push-one-dead-webhook': pushDead,
+};
+
+(async () => {
+  const wanted = process.argv.slice(2);
+  const unknown = wanted.filter((w) => !(w in SCENARIOS));
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown scenario(s): ${unknown.join(', ')}; known: ${Object.keys(SCENARIOS).join(', ')}\n`);
+    process.exit(2);
+  }
+  const redis = await startRedis();
+  const client = new Redis({ port: redis.port, host: '127.0.0.1', protocol: 2 });
+  try {
+    for (const name of wanted.length > 0 ? wanted : Object.keys(SCENARIOS)) {
+      const result = await SCENARIOS[name]!({ port: redis.port, client });
+      process.stdout.write(`results: ${saveResult(name, result)}\n`);
+    }
+  } finally {
+    client.disconnect();
+    await redis.stop();
+  }
+})().catch((err: unknown) => {
+  process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
