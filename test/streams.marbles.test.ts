@@ -9,7 +9,7 @@ import { regroup } from '../src/streams/regroup';
 import type { Webhook } from '../src/config/managed';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
-const entry = (id: string): DecodedEntry => ({ id, point: { v: id } });
+const entry = (id: string): DecodedEntry => ({ id, json: JSON.stringify({ v: id }) });
 const raw = (id: string): StreamEntry => ({ id, fields: ['casdu', '1', 'ioa', id, 'source', 's', 'data', `{"v":"${id}"}`] });
 const batchOf = (...ids: string[]): Batch => toBatch(ids.map(entry));
 const hook = (url: string): Webhook => ({ url, headers: {} });

@@ -21,22 +21,31 @@ export interface OutboundDeps {
 
 const SCAN_COUNT = 10000;
 
-/** Keys matching the filter, deduplicated (SCAN may repeat a key), sorted by casdu then ioa. */
-const findKeys = async (redis: Redis, f: PointFilter): Promise<string[]> => {
+/**
+ * Addresses of the keys matching the filter, as one number each (casdu × 2^24 + ioa: exact, and
+ * ordered by casdu, then ioa), sorted and deduplicated (SCAN may repeat a key). Numbers, not key
+ * strings, are what memory holds for the length of the response: 8 bytes a point.
+ */
+const findAddresses = async (redis: Redis, f: PointFilter): Promise<Float64Array> => {
   const pattern = scanPattern(f);
-  const found = new Map<string, number>();
+  const found: number[] = [];
   let cursor = '0';
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
     for (const key of keys) {
       const addr = parseImageKey(key);
-      // casdu < 2^16 and ioa < 2^24: one exact number orders by casdu, then ioa.
-      if (addr !== undefined) found.set(key, addr.casdu * 16777216 + addr.ioa);
+      if (addr !== undefined) found.push(addr.casdu * IOA_SPAN + addr.ioa);
     }
     cursor = next;
   } while (cursor !== '0');
-  return [...found.entries()].sort((a, b) => a[1] - b[1]).map(([key]) => key);
+  const sorted = Float64Array.from(found).sort();
+  let n = 0;
+  for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) sorted[n++] = sorted[i]!;
+  return sorted.subarray(0, n);
 };
+
+const IOA_SPAN = 16777216;
+const keyOf = (address: number): string => processImageKey(Math.floor(address / IOA_SPAN), address % IOA_SPAN);
 
 /** A stored value goes out as stored (unknown fields kept) when it is a JSON object. */
 const isJsonObjectText = (text: string): boolean => {
@@ -57,19 +66,19 @@ const write = (res: Response, chunk: string): Promise<void> =>
   });
 
 /**
- * Streams `{"datapoints":[…]}` chunk by chunk: memory holds the key list and a few chunks of
+ * Streams `{"datapoints":[…]}` chunk by chunk: memory holds the addresses and a few chunks of
  * values, never all values. A failure after the head was sent aborts the response, so a
  * client never takes a truncated list for a complete one.
  */
-const streamPoints = async (d: OutboundDeps, res: Response, keys: readonly string[]): Promise<void> => {
+const streamPoints = async (d: OutboundDeps, res: Response, addresses: Float64Array): Promise<void> => {
   const size = d.chunkSize ?? 1000;
   const ahead = d.chunksAhead ?? 4;
-  const chunks: string[][] = [];
-  for (let i = 0; i < keys.length; i += size) chunks.push(keys.slice(i, i + size));
+  const chunkCount = Math.ceil(addresses.length / size);
+  const chunkKeys = (i: number): string[] => Array.from(addresses.subarray(i * size, (i + 1) * size), keyOf);
   const fetches: Array<Promise<Array<string | null>>> = [];
   const fetch = (i: number) => {
-    if (i < chunks.length && fetches[i] === undefined) {
-      const p = d.redis.mget(...chunks[i]!);
+    if (i < chunkCount && fetches[i] === undefined) {
+      const p = d.redis.mget(...chunkKeys(i));
       p.catch(() => undefined); // observed when awaited below; this only prevents an unhandled rejection
       fetches[i] = p;
     }
@@ -81,17 +90,16 @@ const streamPoints = async (d: OutboundDeps, res: Response, keys: readonly strin
   let count = 0;
   let skipped = 0;
   let out = '{"datapoints":[';
-  for (let i = 0; i < chunks.length; i++) {
+  for (let i = 0; i < chunkCount; i++) {
     const values = await fetches[i]!;
     fetches[i] = Promise.resolve([]); // release the chunk
     fetch(i + ahead);
-    const chunkKeys = chunks[i]!;
     for (let j = 0; j < values.length; j++) {
       const v = values[j];
       if (v === null || v === undefined) continue; // deleted since SCAN
       if (!isJsonObjectText(v)) {
         skipped++;
-        d.log.warn({ key: chunkKeys[j] }, 'stored value is not a JSON object; left out');
+        d.log.warn({ key: keyOf(addresses[i * size + j]!) }, 'stored value is not a JSON object; left out');
         continue;
       }
       out += first ? v : `,${v}`;
@@ -118,7 +126,7 @@ export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
       return;
     }
     const f = filter.right;
-    let keys: string[];
+    let addresses: Float64Array;
     try {
       if (f.casdu !== undefined && f.ioa !== undefined) {
         const key = processImageKey(f.casdu, f.ioa);
@@ -132,14 +140,14 @@ export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
         sendJsonText(res, 200, ok ? `{"datapoints":[${value}]}` : '{"datapoints":[]}');
         return;
       }
-      keys = await findKeys(d.redis, f);
+      addresses = await findAddresses(d.redis, f);
     } catch (err) {
       d.log.warn({ err: (err as Error).message }, 'reading data points failed');
       sendProblem(res, 503, NOT_CONNECTED);
       return;
     }
     try {
-      await streamPoints(d, res, keys);
+      await streamPoints(d, res, addresses);
     } catch (err) {
       d.log.error({ err: (err as Error).message }, 'data store failed while streaming; response aborted');
       if (res.headersSent) res.destroy();

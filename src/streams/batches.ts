@@ -13,7 +13,7 @@ export interface Batch {
 export const toBatch = (entries: readonly DecodedEntry[]): Batch => ({
   webhookId: `${entries[0]!.id}_${entries[entries.length - 1]!.id}`,
   ids: entries.map((e) => e.id),
-  body: `{"datapoints":[${entries.map((e) => JSON.stringify(e.point)).join(',')}]}`,
+  body: `{"datapoints":[${entries.map((e) => e.json).join(',')}]}`,
   size: entries.length,
 });
 

@@ -4,10 +4,10 @@ export interface StreamEntry {
   readonly fields: readonly string[] | null;
 }
 
-/** An entry decoded into the data point object a webhook receives (CONTRACT 4.2). */
+/** An entry decoded into the data point object a webhook receives (CONTRACT 4.2), as JSON text. */
 export interface DecodedEntry {
   readonly id: string;
-  readonly point: Readonly<Record<string, unknown>>;
+  readonly json: string;
 }
 
 export type DecodeResult = { readonly ok: true; readonly entry: DecodedEntry } | { readonly ok: false; readonly id: string; readonly reason: string };
@@ -78,8 +78,12 @@ export const decodeEntry = (e: StreamEntry): DecodeResult => {
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return { ok: false, id: e.id, reason: 'data is not a JSON object' };
   const point = parsed as Record<string, unknown>;
+  const fill = (!('casdu' in point) && casdu !== undefined) || (!('ioa' in point) && ioa !== undefined) || (!('source' in point) && source !== undefined);
+  // The common case (the inbound connector writes complete objects) passes the stored text on as
+  // it is: parsed only to be checked, never serialised again.
+  if (!fill) return { ok: true, entry: { id: e.id, json: data } };
   if (!('casdu' in point) && casdu !== undefined) point.casdu = ADDRESS.test(casdu) ? Number(casdu) : casdu;
   if (!('ioa' in point) && ioa !== undefined) point.ioa = ADDRESS.test(ioa) ? Number(ioa) : ioa;
   if (!('source' in point) && source !== undefined) point.source = source;
-  return { ok: true, entry: { id: e.id, point } };
+  return { ok: true, entry: { id: e.id, json: JSON.stringify(point) } };
 };

@@ -38,6 +38,8 @@ export const axiosPostBatch = (timeoutMs: number, userAgent: string, now: () => 
     maxRedirects: 0,
     validateStatus: () => true,
     responseType: 'text',
+    // The body is serialised once per batch; axios would otherwise parse and re-check it per request.
+    transformRequest: [(d: unknown) => d],
     transformResponse: [(d: unknown) => d],
     proxy: false,
   });
