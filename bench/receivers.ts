@@ -16,13 +16,13 @@ ports.forEach((port, i) => {
     req.on('end', () => {
       const now = Date.now();
       const s = stats[i]!;
-      const points = (JSON.parse(Buffer.concat(parts).toString('utf8')) as { datapoints: Array<{ t: number; seq: number }> }).datapoints;
+      const points = (JSON.parse(Buffer.concat(parts).toString('utf8')) as { datapoints: Array<{ t: number; seq: number; w?: number }> }).datapoints;
       s.requests++;
       for (const p of points) {
         if (s.seqs.has(p.seq)) s.duplicates++;
         else s.seqs.add(p.seq);
         s.points++;
-        s.latencies.push(now - p.t);
+        if (p.w === undefined) s.latencies.push(now - p.t);
       }
       if (s.first === 0) s.first = now;
       s.last = now;

@@ -195,16 +195,22 @@ const push = async (r: Redises) => {
   // the highest rate that still delivers everything with p99 under 200 ms, for each
   const highest: Record<string, number> = {};
   const searchRows: Row[] = [];
+  // The machine is shared and noisy: a rate fails only when two runs at it both fail, and the
+  // search ends at the first failing rate.
   for (const who of ['ours', 'baseline'] as const) {
     highest[who] = 0;
-    for (const rate of [10000, 20000, 30000, 40000, 50000, 60000, 80000]) {
-      const f = await pushRun(r, who, rate, false);
-      searchRows.push(pushRow(who, f));
-      if (!complete(f) || f.p99 >= 200 || f.producedPerSecond < rate * 0.95) break;
+    for (const rate of [10000, 15000, 20000, 25000, 30000, 35000, 40000, 50000, 60000]) {
+      let passed = false;
+      for (let attempt = 0; attempt < 2 && !passed; attempt++) {
+        const f = await pushRun(r, who, rate, false);
+        searchRows.push(pushRow(who, f));
+        passed = complete(f) && f.p99 < 200 && f.producedPerSecond >= rate * 0.95;
+      }
+      if (!passed) break;
       highest[who] = rate;
     }
   }
-  printTable('push-5-webhooks: search for the highest rate delivering 100 % with p99 < 200 ms', searchRows);
+  printTable('push-5-webhooks: search for the highest rate delivering 100 % with p99 < 200 ms (a rate passes when one of two runs does)', searchRows);
   const at5k = figures.ours![0]!;
   printTable('push-5-webhooks ratio (targets: 100 % delivered; p99 at 5,000/s <= window + 50 ms = 150 ms; highest rate >= 1.2x)', [
     { 'ours 5k/s all delivered': String(complete(at5k)), 'ours p99 at 5k/s ms': at5k.p99, 'ours highest/s': highest.ours!, 'baseline highest/s': highest.baseline!, 'highest ratio': highest.ours! / Math.max(1, highest.baseline!) },

@@ -67,8 +67,9 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
     map((u): Item => (u.kind === 'entry' ? { kind: 'entry', d: decodeEntry(u.entry) } : { kind: 'batch', ds: decodeAll(u.entries) })),
     connect((items$) => {
       const undecodable$ = items$.pipe(
-        mergeMap((i) => (i.kind === 'entry' ? [i.d] : i.ds)),
-        filter((d): d is Extract<Decoded, { ok: false }> => !d.ok),
+        // checked per item without an inner subscription: this runs for every entry read
+        filter((i) => (i.kind === 'entry' ? !i.d.ok : i.ds.some((d) => !d.ok))),
+        mergeMap((i) => (i.kind === 'entry' ? [i.d] : i.ds).filter((d): d is Extract<Decoded, { ok: false }> => !d.ok)),
         mergeMap((d) => {
           o.onUndecodable(d.id, d.reason);
           return o.ack([d.id]).pipe(map((): PipelineEvent => ({ kind: 'acked', ids: [d.id], reason: 'undecodable' })));
