@@ -1,23 +1,14 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from '../src/runtime/freePort';
+export { freePort };
 
 export const DIST = join(__dirname, '..');
 export const CLI = join(DIST, 'src', 'cli.js');
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 
 /** A private redis-server for the benchmark (never the machine's own). */
 export const startRedis = async (): Promise<{ port: number; stop(): Promise<void> }> => {

@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import { parseConnectionString, toRedisOptions } from './config/connectionString';
-import { parseManagedSettings } from './config/managed';
+import { parseManagedSettings, type ManagedSettings } from './config/managed';
 import { collectRaw, loadStartupSettings, PARAMETERS, type StartupSettings } from './config/startup';
 import { applyMappings } from './mapping/apply';
 import { byTopic } from './mapping/commands';
@@ -62,6 +62,18 @@ type Io = { out: (s: string) => void; err: (s: string) => void };
 const usage = (io: Io, msg: string, help: string): Outcome => {
   io.err(`${msg}\n\n${help}`);
   return { code: 2 };
+};
+
+/** A settings file read and decoded; on failure the outcome to return (every problem on stderr). */
+const readSettingsFile = (file: string, io: Io): E.Either<Outcome, { text: string; settings: ManagedSettings }> => {
+  const text = readText(file);
+  if (E.isLeft(text)) return E.left({ code: 2, message: text.left });
+  const decoded = parseManagedSettings(text.right);
+  if (E.isLeft(decoded)) {
+    io.err(decoded.left.join('\n'));
+    return E.left({ code: 2 });
+  }
+  return E.right({ text: text.right, settings: decoded.right });
 };
 
 const readText = (file: string): E.Either<string, string> => {
@@ -137,14 +149,9 @@ const configCommand = async (args: string[], io: Io): Promise<Outcome> => {
   }
   if (sub === 'validate') {
     if (args.length !== 1) return usage(io, 'config validate takes one FILE', help);
-    const text = readText(args[0]!);
-    if (E.isLeft(text)) return { code: 2, message: text.left };
-    const decoded = parseManagedSettings(text.right);
-    if (E.isLeft(decoded)) {
-      io.err(decoded.left.join('\n'));
-      return { code: 2 };
-    }
-    io.out(`${args[0]}: valid (${decoded.right.webhooks.length} webhooks, ${decoded.right.mappings.length} mappings)`);
+    const file = readSettingsFile(args[0]!, io);
+    if (E.isLeft(file)) return file.left;
+    io.out(`${args[0]}: valid (${file.right.settings.webhooks.length} webhooks, ${file.right.settings.mappings.length} mappings)`);
     return { code: 0 };
   }
   const id = takeOption(args, '--id');
@@ -158,15 +165,10 @@ const configCommand = async (args: string[], io: Io): Promise<Outcome> => {
     return { code: 0 };
   }
   if (args.length !== 1) return usage(io, 'config set takes one FILE', help);
-  const text = readText(args[0]!);
-  if (E.isLeft(text)) return { code: 2, message: text.left };
-  const decoded = parseManagedSettings(text.right);
-  if (E.isLeft(decoded)) {
-    io.err(decoded.left.join('\n'));
-    return { code: 2 };
-  }
+  const file = readSettingsFile(args[0]!, io);
+  if (E.isLeft(file)) return file.left;
   // Stored as the file's JSON, compacted: unknown fields a newer backend added are kept.
-  const stored = JSON.stringify(JSON.parse(text.right));
+  const stored = JSON.stringify(JSON.parse(file.right.text));
   const set = await withRedis((r) => r.set(configKey(id), stored));
   if (E.isLeft(set)) return { code: 1, message: set.left };
   io.out(`${configKey(id)} written`);
@@ -184,14 +186,9 @@ const mappingsCommand = async (args: string[], io: Io): Promise<Outcome> => {
   const topic = takeOption(args, '--topic');
   if (topic === undefined || topic === '') return usage(io, '--topic T is required', help);
   if (args.length !== 2) return usage(io, 'mappings test takes FILE and PAYLOAD.json', help);
-  const [file, payloadFile] = args as [string, string];
-  const text = readText(file);
-  if (E.isLeft(text)) return { code: 2, message: text.left };
-  const decoded = parseManagedSettings(text.right);
-  if (E.isLeft(decoded)) {
-    io.err(decoded.left.join('\n'));
-    return { code: 2 };
-  }
+  const [settingsFile, payloadFile] = args as [string, string];
+  const decoded = readSettingsFile(settingsFile, io);
+  if (E.isLeft(decoded)) return decoded.left;
   const payloadText = readText(payloadFile);
   if (E.isLeft(payloadText)) return { code: 2, message: payloadText.left };
   let payload: unknown;
@@ -201,7 +198,7 @@ const mappingsCommand = async (args: string[], io: Io): Promise<Outcome> => {
     return { code: 2, message: `${payloadFile}: not valid JSON: ${(err as Error).message}` };
   }
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return { code: 2, message: `${payloadFile}: the payload must be a JSON object` };
-  const mappings = byTopic(decoded.right.mappings).get(topic);
+  const mappings = byTopic(decoded.right.settings.mappings).get(topic);
   if (mappings === undefined) return { code: 2, message: `No mappings are configured for topic '${topic}'` };
   const source = process.env.Id ?? process.env.ID ?? 'mappings-test';
   const result = applyMappings(mappings, payload, new Date().toISOString(), source);

@@ -6,24 +6,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, createWriteStream } from 'node:fs';
 import { createServer as createHttpServer, request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { freePort } from '../runtime/freePort';
 
 const CLI = join(__dirname, '..', 'cli.js');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const say = (s: string) => process.stdout.write(`${s}\n`);
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 
 const post = (url: string, body: string): Promise<{ status: number; text: string }> =>
   new Promise((resolve, reject) => {
