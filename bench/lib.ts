@@ -87,3 +87,10 @@ export const saveResult = (scenario: string, data: unknown): string => {
   writeFileSync(file, JSON.stringify({ scenario, at: new Date().toISOString(), seconds: SECONDS, ...((data as object) ?? {}) }, null, 2));
   return file;
 };
+
+/** CPU time (user + system) a process has used so far, in milliseconds, from /proc/PID/stat. */
+export const cpuMs = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  // after "pid (comm) ": state is field 0, utime field 11, stime field 12, in clock ticks (100 Hz)
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};

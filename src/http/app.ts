@@ -61,6 +61,8 @@ export const createApp = (deps: AppDeps): express.Express => {
         ];
   const requireActive: RequestHandler[] = deps.isActive() ? [] : [(_req, res) => sendProblem(res, 503, INACTIVE)];
 
+  // The data routes first: they are the hot path, and express tries routes in order.
+  for (const r of deps.dataRoutes) app[r.method](r.path, ...requireKey, ...requireActive, r.handler);
   app.get('/health/live', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -78,7 +80,6 @@ export const createApp = (deps: AppDeps): express.Express => {
   };
   app.get('/metrics', ...requireKey, metricsHandler);
   app.get('/openapi.json', ...requireKey, openapiHandler);
-  for (const r of deps.dataRoutes) app[r.method](r.path, ...requireKey, ...requireActive, r.handler);
 
   app.use((req: Request, res: Response) => {
     sendError(res, 404, 'not_found', `no resource at ${req.method} ${req.path}`);

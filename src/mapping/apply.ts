@@ -35,13 +35,22 @@ const readValue = (m: Mapping, body: unknown): E.Either<string, boolean | number
   );
 };
 
-const readTime = (m: Mapping, body: unknown, receivedAt: string): E.Either<string, string> => {
+/** Timestamps read so far in one request, by path: mappings of a topic often share one. */
+type TimeCache = Map<string, E.Either<string, string>>;
+
+const readTime = (m: Mapping, body: unknown, receivedAt: string, cache: TimeCache): E.Either<string, string> => {
   if (m.timestampPath === undefined) return E.right(receivedAt);
   const path = m.timestampPath.source;
+  const cached = cache.get(path);
+  if (cached !== undefined) return cached;
   const found = lookup(m.timestampPath, body);
-  if (!found.found) return E.left(`timestamp not found at path '${path}'`);
-  if (found.value === null) return E.left(`timestamp at path '${path}' is null`);
-  return readTimestamp(found.value, path);
+  const result = !found.found
+    ? E.left(`timestamp not found at path '${path}'`)
+    : found.value === null
+      ? E.left(`timestamp at path '${path}' is null`)
+      : readTimestamp(found.value, path);
+  cache.set(path, result);
+  return result;
 };
 
 /** One mapping applied to a body. Never throws, whatever the body. */
@@ -50,17 +59,16 @@ export const applyMapping = (
   body: unknown,
   receivedAt: string,
   source: string,
-): E.Either<MappingFailure, MappedPoint> =>
-  pipe(
-    E.Do,
-    E.apS('value', readValue(m, body)),
-    E.apS('timestamp', readTime(m, body, receivedAt)),
-    E.map(({ value, timestamp }) => {
-      const point: DataPoint = { casdu: m.casdu, ioa: m.ioa, type: m.type, value, timestamp, source };
-      return { mapping: m, point, json: JSON.stringify(point) };
-    }),
-    E.mapLeft((error) => ({ mapping: m, error })),
-  );
+  cache: TimeCache = new Map(),
+): E.Either<MappingFailure, MappedPoint> => {
+  // Plain Either checks rather than Do-notation: this runs for every mapping of every request.
+  const value = readValue(m, body);
+  if (E.isLeft(value)) return E.left({ mapping: m, error: value.left });
+  const timestamp = readTime(m, body, receivedAt, cache);
+  if (E.isLeft(timestamp)) return E.left({ mapping: m, error: timestamp.left });
+  const point: DataPoint = { casdu: m.casdu, ioa: m.ioa, type: m.type, value: value.right, timestamp: timestamp.right, source };
+  return E.right({ mapping: m, point, json: JSON.stringify(point) });
+};
 
 /**
  * Every mapping is evaluated (never stopping at the first failure); the request yields either
@@ -72,6 +80,7 @@ export const applyMappings = (
   receivedAt: string,
   source: string,
 ): E.Either<MappingFailures, readonly MappedPoint[]> => {
-  const { left: failed, right: points } = A.separate(mappings.map((m) => applyMapping(m, body, receivedAt, source)));
+  const cache: TimeCache = new Map();
+  const { left: failed, right: points } = A.separate(mappings.map((m) => applyMapping(m, body, receivedAt, source, cache)));
   return failed.length === 0 ? E.right(points) : E.left({ failed, succeeded: points.map((p) => p.mapping) });
 };

@@ -66,4 +66,6 @@ export const deadLetterWith = (redis: Redis, connectorId: string, retryMs: numbe
         deadLetterStream(connectorId), 'MAXLEN', '~', String(DEADLETTER_MAXLEN), '*',
         'url', webhook.url, 'webhookId', batch.webhookId, 'error', error, 'attempts', String(attempts), 'body', batch.body,
       ),
-    ).pipe(retry({ count: 5, delay: () => timer(retryMs) }));
+      // Tried until it lands (or the stop deadline cuts it): a batch whose dead-letter entry is not
+      // written is not acknowledged, so it stays pending rather than being lost.
+    ).pipe(retry({ delay: () => timer(retryMs) }));
