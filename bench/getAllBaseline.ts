@@ -1,4 +1,4 @@
-/** The get-all baseline: bare SCAN + MGET + JSON.parse with ioredis, timed here, median of runs. */
+/** The get-all baseline: bare SCAN + MGET + JSON.parse with ioredis, timed here, one result per run. */
 import { Redis } from 'ioredis';
 
 const [redisPort, runs] = process.argv.slice(2) as [string, string];

@@ -67,7 +67,6 @@ export const nextMessage = <A>(p: ChildProcess): Promise<A> => new Promise((reso
 export const percentile = (sorted: number[], p: number): number =>
   sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
-export const median = (xs: number[]): number => percentile([...xs].sort((a, b) => a - b), 50);
 
 export type Row = Record<string, string | number>;
 

@@ -26,18 +26,30 @@ const routeOf = (req: Request): string => {
   return typeof r?.path === 'string' ? `${req.baseUrl}${r.path}` : 'unmatched';
 };
 
-/** One log line and one metric sample per request, written when the response ends. */
-const requestLog = (log: Logger, metrics: Metrics): RequestHandler => (req, res, next) => {
-  const start = process.hrtime.bigint();
-  res.once('close', () => {
-    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-    const route = routeOf(req);
-    const status = res.headersSent ? res.statusCode : 0;
-    metrics.httpRequests.inc({ route, method: req.method, status: String(status) });
-    metrics.httpDuration.observe({ route, method: req.method }, seconds);
-    log.info({ method: req.method, route, path: req.path, status, durationMs: Math.round(seconds * 1e6) / 1e3, aborted: !res.writableFinished || undefined }, 'request');
-  });
-  next();
+/**
+ * One log line and one metric sample per request, written when the response ends. The labelled
+ * metric children are looked up once per (route, method, status) rather than hashed per request.
+ */
+const requestLog = (log: Logger, metrics: Metrics): RequestHandler => {
+  const counters = new Map<string, { inc(): void }>();
+  const timers = new Map<string, { observe(v: number): void }>();
+  return (req, res, next) => {
+    const start = process.hrtime.bigint();
+    res.once('close', () => {
+      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+      const route = routeOf(req);
+      const status = res.headersSent ? res.statusCode : 0;
+      const key = `${route} ${req.method}`;
+      let timer = timers.get(key);
+      if (timer === undefined) timers.set(key, (timer = metrics.httpDuration.labels(route, req.method)));
+      let counter = counters.get(`${key} ${status}`);
+      if (counter === undefined) counters.set(`${key} ${status}`, (counter = metrics.httpRequests.labels(route, req.method, String(status))));
+      counter.inc();
+      timer.observe(seconds);
+      log.info({ method: req.method, route, path: req.path, status, durationMs: Math.round(seconds * 1e6) / 1e3, aborted: !res.writableFinished || undefined }, 'request');
+    });
+    next();
+  };
 };
 
 export const createApp = (deps: AppDeps): express.Express => {

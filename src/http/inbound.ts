@@ -23,7 +23,7 @@ export interface InboundDeps {
   readonly metrics: Metrics;
 }
 
-/** Runs commands in one MULTI/EXEC; resolves false when EXEC failed or any command in it did. */
+/** Runs commands in one MULTI/EXEC; Left when EXEC failed or any command in it did. */
 export const execAtomically = async (redis: Redis, commands: readonly Command[]): Promise<E.Either<string, void>> => {
   try {
     const replies = await redis.multi(commands as unknown as string[][]).exec();
@@ -38,6 +38,11 @@ export const execAtomically = async (redis: Redis, commands: readonly Command[])
 /** CONTRACT 5.1: every check of the table, in its order, then the all-or-nothing write. */
 export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
   { method: 'post', path: '/api/datapoints', handler: async (req, res) => {
+    const unavailable = (topic: string, err: string, msg: string): void => {
+      d.metrics.inboundWrites.inc({ outcome: 'failed' });
+      d.log.error({ topic, err }, msg);
+      sendProblem(res, 503, NOT_CONNECTED);
+    };
     const receivedAt = d.now().toISOString();
     const topic = req.query.topic;
     if (typeof topic !== 'string' || topic === '') {
@@ -81,12 +86,7 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
     if (E.isRight(result)) {
       d.metrics.mappingOutcomes.inc({ topic, outcome: 'succeeded' }, result.right.length);
       const written = await execAtomically(d.redis, writeCommands(result.right, d.connectorId, d.streamMaxLength));
-      if (E.isLeft(written)) {
-        d.metrics.inboundWrites.inc({ outcome: 'failed' });
-        d.log.error({ topic, err: written.left }, 'writing the data points failed; nothing was written');
-        sendProblem(res, 503, NOT_CONNECTED);
-        return;
-      }
+      if (E.isLeft(written)) return unavailable(topic, written.left, 'writing the data points failed; nothing was written');
       d.metrics.inboundWrites.inc({ outcome: 'written' });
       sendJsonText(res, 200, JSON.stringify(okBody(topic, result.right)));
       return;
@@ -95,12 +95,7 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
     d.metrics.mappingOutcomes.inc({ topic, outcome: 'failed' }, failures.failed.length);
     if (failures.succeeded.length > 0) d.metrics.mappingOutcomes.inc({ topic, outcome: 'succeeded' }, failures.succeeded.length);
     const recorded = await execAtomically(d.redis, errorCommands(d.connectorId, topic, failures));
-    if (E.isLeft(recorded)) {
-      d.metrics.inboundWrites.inc({ outcome: 'failed' });
-      d.log.error({ topic, err: recorded.left }, 'recording the mapping errors failed');
-      sendProblem(res, 503, NOT_CONNECTED);
-      return;
-    }
+    if (E.isLeft(recorded)) return unavailable(topic, recorded.left, 'recording the mapping errors failed');
     d.metrics.inboundWrites.inc({ outcome: 'rejected' });
     d.log.warn({ topic, failed: failures.failed.map((f) => ({ signalId: f.mapping.name, error: f.error })) }, 'mappings failed; nothing written');
     sendJsonText(res, 422, JSON.stringify(failureBody(topic, failures)));

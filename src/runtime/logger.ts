@@ -19,7 +19,8 @@ export const makeLogger = (bindings: Record<string, unknown>, destination?: pino
       level: 'info',
       base: bindings,
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      // pino's own epoch milliseconds: formatting an ISO date on every line costs ~1 % of a request
+      timestamp: pino.stdTimeFunctions.epochTime,
       formatters: { level: (label) => ({ level: label }) },
     },
     destination ?? pino.destination({ sync: false }),
