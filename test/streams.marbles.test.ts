@@ -285,7 +285,7 @@ describe('push pipeline', () => {
     expect(acks).toEqual(['a@7']);
   });
 
-  it('delivers replayed entries as their recorded batch (same webhook-id) and records new batches before their first attempt', () => {
+  it('delivers replayed entries as their recorded batch (same webhook-id) and records new batches as they go out', () => {
     const ts = newScheduler();
     const records: string[] = [];
     ts.run(({ cold, expectObservable }) => {

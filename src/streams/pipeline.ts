@@ -1,5 +1,5 @@
 import {
-  concat, concatMap, connect, filter, ignoreElements, map, merge, mergeMap, Observable, of, type OperatorFunction, type SchedulerLike,
+  connect, filter, ignoreElements, map, merge, mergeMap, Observable, of, type OperatorFunction, type SchedulerLike,
 } from 'rxjs';
 import type { Webhook } from '../config/managed';
 import { batches, toBatch, type Batch } from './batches';
@@ -16,7 +16,7 @@ export interface PipelineOptions {
   readonly lane: (index: number, webhook: Webhook) => OperatorFunction<Batch, LaneResult>;
   /** Batches formed before a restart and not acknowledged: first ID → last ID. */
   readonly knownBatches: ReadonlyMap<string, string>;
-  /** Records a new batch's boundaries before its first attempt; retries by itself. */
+  /** Records a new batch's boundaries (issued before its first attempt, not awaited); retries by itself. */
   readonly record: (batch: Batch) => Observable<unknown>;
   /** XACK (and forgets the recorded batch); expected to retry by itself until it succeeds or is unsubscribed. */
   readonly ack: (ids: readonly string[]) => Observable<unknown>;
@@ -92,8 +92,11 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
       if (o.webhooks.length === 0) return merge(undecodable$, merge(replayed$, fresh$).pipe(mergeMap(acked)));
       const all$ = merge(
         replayed$,
-        // A new batch's boundaries are recorded before its first attempt, in order.
-        fresh$.pipe(concatMap((b) => concat(o.record(b).pipe(ignoreElements()), of(b)))),
+        // A new batch's boundaries are recorded as it goes out: the write is issued before the first
+        // attempt, but not waited for — a slow data store (e.g. busy with dead-letter writes of a
+        // failing webhook) must not delay delivery to the others. Its HDEL, sent later on the same
+        // connection, cannot overtake it.
+        fresh$.pipe(mergeMap((b) => merge(o.record(b).pipe(ignoreElements()), of(b)))),
       ).pipe(
         map((b) => {
           o.onBatch?.(b);
