@@ -6,6 +6,6 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   // Each test file starts its own redis-server; two workers match the two cores.
   maxWorkers: 2,
-  testTimeout: 30000,
+  testTimeout: 60000,
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
 };

@@ -49,7 +49,7 @@ export class Connector {
       .map((l) => JSON.parse(l) as Record<string, unknown>);
   }
 
-  async waitForLog(predicate: (l: Record<string, unknown>) => boolean, timeoutMs = 10000): Promise<Record<string, unknown>> {
+  async waitForLog(predicate: (l: Record<string, unknown>) => boolean, timeoutMs = 20000): Promise<Record<string, unknown>> {
     const end = Date.now() + timeoutMs;
     while (Date.now() < end) {
       const found = this.logs().find(predicate);
@@ -67,7 +67,7 @@ export class Connector {
 }
 
 /** Polls `fn` until it returns a value that is not undefined, or fails after `timeoutMs`. */
-export const eventually = async <A>(fn: () => Promise<A | undefined> | A | undefined, timeoutMs = 10000, what = 'condition'): Promise<A> => {
+export const eventually = async <A>(fn: () => Promise<A | undefined> | A | undefined, timeoutMs = 20000, what = 'condition'): Promise<A> => {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < end) {
