@@ -1,8 +1,17 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+// The script `npm run demo` runs after building (npm test has built already).
+const demoScript = (): string => {
+  const pkg = JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const m = /^npm run build && node (\S+)$/.exec(pkg.scripts.demo ?? '');
+  if (m === null) throw new Error(`unexpected demo script: ${pkg.scripts.demo}`);
+  return join(__dirname, '..', m[1]!);
+};
+
 it('npm run demo shows a payload become data points and arrive at the webhook, then stops everything', async () => {
-  const demo = spawn(process.execPath, [join(__dirname, '..', 'dist', 'src', 'demo', 'demo.js')], {
+  const demo = spawn(process.execPath, [demoScript()], {
     env: { PATH: process.env.PATH ?? '', DEMO_DURATION_SECONDS: '3' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
