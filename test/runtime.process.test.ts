@@ -134,9 +134,13 @@ describe('running connectors', () => {
     }
   });
 
-  it('exits 0 on SIGINT too', async () => {
+  it('exits 0 on SIGINT too, and a second signal during the stop does not change that', async () => {
     const { c } = await launch('inbound', 'sigint');
     expect(await c.stop('SIGINT')).toBe(0);
+    const { c: twice } = await launch('outbound', 'sigterm-twice');
+    twice.proc.kill('SIGTERM');
+    twice.proc.kill('SIGTERM');
+    expect(await twice.exited).toBe(0);
   });
 
   it('exits 0 on a valid configuration change; ignores rewrites of the same settings, invalid changes and deletion', async () => {

@@ -87,8 +87,10 @@ export const runConnector = async (
     signalled?.();
   };
   const handlers = { SIGTERM: onSignal('SIGTERM'), SIGINT: onSignal('SIGINT') };
-  process.once('SIGTERM', handlers.SIGTERM);
-  process.once('SIGINT', handlers.SIGINT);
+  // `on`, not `once`: a second signal during the graceful stop must not kill the process with a
+  // non-zero status (an orchestrator or an impatient Ctrl-C may send two).
+  process.on('SIGTERM', handlers.SIGTERM);
+  process.on('SIGINT', handlers.SIGINT);
   const detachSignals = () => {
     process.off('SIGTERM', handlers.SIGTERM);
     process.off('SIGINT', handlers.SIGINT);
