@@ -22,8 +22,11 @@ const fromIso = (s: string): Date | undefined => {
   ];
   const ms = m[7] === undefined ? 0 : Math.floor(Number(`0.${m[7]}`) * 1000);
   if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
-  const utc = Date.UTC(year, month - 1, day, hour, minute, second, ms);
-  const check = new Date(utc);
+  // setUTCFullYear, not Date.UTC: Date.UTC reads years 0–99 as 1900–1999.
+  const check = new Date(0);
+  check.setUTCFullYear(year, month - 1, day);
+  check.setUTCHours(hour, minute, second, ms);
+  const utc = check.getTime();
   if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) return undefined;
   const zone = m[8];
   let offsetMinutes = 0;
