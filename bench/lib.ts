@@ -3,10 +3,11 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { freePort } from '../src/runtime/freePort';
+import { BIN_PATH } from '../src/version';
 export { freePort };
 
 export const DIST = join(__dirname, '..');
-export const CLI = join(DIST, 'src', 'cli.js');
+export const CLI = BIN_PATH;
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 

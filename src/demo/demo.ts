@@ -10,8 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from '../runtime/freePort';
+import { BIN_PATH } from '../version';
 
-const CLI = join(__dirname, '..', 'cli.js');
+const CLI = BIN_PATH;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const say = (s: string) => process.stdout.write(`${s}\n`);
 

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
+import { BIN_PATH } from '../../src/version';
 
-export const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli.js');
+/** The file package.json `bin` names: the command an install puts on PATH (npm test builds it first). */
+export const CLI = BIN_PATH;
 
 export interface Run {
   readonly code: number | null;
