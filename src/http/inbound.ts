@@ -106,9 +106,14 @@ export const inboundOpenApi: OpenApiPart = {
   paths: {
     '/api/datapoints': {
       post: {
+        operationId: 'postDataPoints',
         summary: "Apply the topic's mappings to a JSON object and write the data points, all or nothing",
-        parameters: [{ name: 'topic', in: 'query', required: true, schema: { type: 'string', minLength: 1 } }],
-        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
+        parameters: [{ name: 'topic', in: 'query', required: true, schema: { type: 'string', minLength: 1 }, description: 'the mapping group applied to the payload' }],
+        requestBody: {
+          required: true,
+          description: 'any JSON object; the topic\'s mappings read their values from it by path',
+          content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
+        },
         responses: {
           '200': { description: 'every mapping succeeded and the data points were written', content: { 'application/json': { schema: { $ref: '#/components/schemas/InboundSuccess' } } } },
           '400': jsonError('missing_topic, invalid_json or invalid_body'),

@@ -1,13 +1,33 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
+export interface MetricsIdentity {
+  readonly kind: 'outbound' | 'inbound';
+  readonly id: string;
+  readonly version: string;
+}
+
 /**
- * Every metric family of CONTRACT 6.1 that the connectors expose, on a registry of their own
- * (not prom-client's global one), so tests and two connectors in one process never collide.
+ * prom-client's default gauges that end in `_total`: Prometheus reserves the suffix for counters
+ * (`promtool check metrics` fails on them). The same numbers are in `nodejs_active_handles` and
+ * `nodejs_active_requests` by type.
  */
-export const makeMetrics = () => {
+const NON_COUNTERS_NAMED_TOTAL = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
+/**
+ * Every metric family of CONTRACT 6.1, on a registry of its own (not prom-client's global one), so
+ * tests and two connectors in one process never collide. Each connector exports only its own
+ * families: the other kind's objects exist (one type for both) but are registered nowhere.
+ * `rest_connector_info` says which connector `Id`, kind and version a series comes from.
+ */
+export const makeMetrics = (who: MetricsIdentity) => {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  for (const name of NON_COUNTERS_NAMED_TOTAL) registry.removeSingleMetric(name);
   const r = { registers: [registry] };
+  const inbound = { registers: who.kind === 'inbound' ? [registry] : [] };
+  const outbound = { registers: who.kind === 'outbound' ? [registry] : [] };
+  const info = new Gauge({ name: 'rest_connector_info', help: 'Connector identity: Id, kind and version (always 1)', labelNames: ['id', 'kind', 'version'] as const, ...r });
+  info.set({ id: who.id, kind: who.kind, version: who.version }, 1);
   return {
     registry,
     httpRequests: new Counter({ name: 'http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'] as const, ...r }),
@@ -16,23 +36,24 @@ export const makeMetrics = () => {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10], ...r,
     }),
     datastoreConnected: new Gauge({ name: 'datastore_connected', help: '1 while the data store is connected', ...r }),
-    mappingOutcomes: new Counter({ name: 'inbound_mappings_total', help: 'Inbound mapping results by topic and outcome', labelNames: ['topic', 'outcome'] as const, ...r }),
-    inboundWrites: new Counter({ name: 'inbound_requests_total', help: 'Inbound requests by outcome (written, rejected, failed)', labelNames: ['outcome'] as const, ...r }),
-    getPoints: new Counter({ name: 'outbound_get_datapoints_total', help: 'Data points returned by GET /api/datapoints', ...r }),
-    getSkipped: new Counter({ name: 'outbound_get_skipped_total', help: 'Stored values left out of GET responses because they were not JSON objects', ...r }),
-    deliveries: new Counter({ name: 'webhook_deliveries_total', help: 'Batches by webhook and outcome (delivered, deadlettered)', labelNames: ['webhook', 'host', 'outcome'] as const, ...r }),
-    attempts: new Counter({ name: 'webhook_attempts_total', help: 'Webhook requests by webhook and result (2xx, 4xx, 5xx, timeout, network)', labelNames: ['webhook', 'host', 'result'] as const, ...r }),
+    mappingOutcomes: new Counter({ name: 'inbound_mappings_total', help: 'Inbound mapping results by topic and outcome', labelNames: ['topic', 'outcome'] as const, ...inbound }),
+    inboundWrites: new Counter({ name: 'inbound_requests_total', help: 'Inbound requests by outcome (written, rejected, failed)', labelNames: ['outcome'] as const, ...inbound }),
+    getPoints: new Counter({ name: 'outbound_get_datapoints_total', help: 'Data points returned by GET /api/datapoints', ...outbound }),
+    getSkipped: new Counter({ name: 'outbound_get_skipped_total', help: 'Stored values left out of GET responses because they were not JSON objects', ...outbound }),
+    deliveries: new Counter({ name: 'webhook_deliveries_total', help: 'Batches by webhook and outcome (delivered, deadlettered)', labelNames: ['webhook', 'host', 'outcome'] as const, ...outbound }),
+    attempts: new Counter({ name: 'webhook_attempts_total', help: 'Webhook requests by webhook and result (2xx, 4xx, 5xx, timeout, network)', labelNames: ['webhook', 'host', 'result'] as const, ...outbound }),
     deliveryLatency: new Histogram({
       name: 'webhook_request_duration_seconds', help: 'Webhook request latency', labelNames: ['webhook', 'host'] as const,
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], ...r,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], ...outbound,
     }),
-    batchSize: new Histogram({ name: 'webhook_batch_size', help: 'Data points per batch', buckets: [1, 5, 10, 50, 100, 250, 500, 1000, 5000], ...r }),
-    queueDepth: new Gauge({ name: 'webhook_queue_depth', help: 'Batches waiting per webhook', labelNames: ['webhook', 'host'] as const, ...r }),
-    deadLettered: new Counter({ name: 'webhook_deadlettered_total', help: 'Batches dead-lettered per webhook and reason', labelNames: ['webhook', 'host', 'reason'] as const, ...r }),
-    groupLag: new Gauge({ name: 'stream_group_lag', help: 'Entries of process:updates not yet read by the consumer group', ...r }),
-    groupPending: new Gauge({ name: 'stream_group_pending', help: 'Entries read but not yet acknowledged', ...r }),
-    entriesLost: new Counter({ name: 'stream_entries_lost_total', help: 'Entries trimmed from process:updates before the group read them', ...r }),
-    entriesRead: new Counter({ name: 'stream_entries_read_total', help: 'Entries read from process:updates', ...r }),
+    batchSize: new Histogram({ name: 'webhook_batch_size', help: 'Data points per batch', buckets: [1, 5, 10, 50, 100, 250, 500, 1000, 5000], ...outbound }),
+    queueDepth: new Gauge({ name: 'webhook_queue_depth', help: 'Batches waiting per webhook', labelNames: ['webhook', 'host'] as const, ...outbound }),
+    deadLettered: new Counter({ name: 'webhook_deadlettered_total', help: 'Batches dead-lettered per webhook and reason', labelNames: ['webhook', 'host', 'reason'] as const, ...outbound }),
+    groupLag: new Gauge({ name: 'stream_group_lag', help: 'Entries of process:updates not yet read by the consumer group', ...outbound }),
+    groupPending: new Gauge({ name: 'stream_group_pending', help: 'Entries read but not yet acknowledged', ...outbound }),
+    streamLength: new Gauge({ name: 'stream_length', help: 'Entries in process:updates (XLEN), to compare the lag with', ...outbound }),
+    entriesLost: new Counter({ name: 'stream_entries_lost_total', help: 'Entries trimmed from process:updates before the group read them', ...outbound }),
+    entriesRead: new Counter({ name: 'stream_entries_read_total', help: 'Entries read from process:updates', ...outbound }),
   };
 };
 

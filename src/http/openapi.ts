@@ -24,28 +24,78 @@ export const jsonError = (description: string) => ({
 export interface OpenApiPart {
   readonly paths: Record<string, unknown>;
   readonly schemas: Record<string, unknown>;
+  /** OpenAPI 3.1 `webhooks`: requests this connector makes (the outbound batch POST). */
+  readonly webhooks?: Record<string, unknown>;
 }
 
-export const openApiDocument = (title: string, version: string, secured: boolean, ...parts: OpenApiPart[]) => ({
-  openapi: '3.1.0',
-  info: { title, version },
-  paths: {
-    '/health/live': { get: { summary: 'Liveness', responses: { '200': { description: 'the process runs' } } } },
-    '/health/ready': {
-      get: {
-        summary: 'Readiness: data store connected, configuration loaded, connector active',
-        responses: { '200': { description: 'ready' }, '503': { description: 'not ready, with the reason' } },
+/** Operations that need no API key, whatever the document's global `security` says (CONTRACT 7). */
+const OPEN = { security: [] as unknown[] };
+
+/**
+ * `servers` from the addresses the connector listens on. An address on every interface
+ * (`0.0.0.0`, `::`) is not one a client can call: it becomes a `{host}` variable.
+ */
+export const serversOf = (addresses: readonly string[]) =>
+  addresses.map((a) => {
+    const m = /^(https?):\/\/(0\.0\.0\.0|\[::\])(:\d+)?$/.exec(a);
+    return m === null
+      ? { url: a }
+      : { url: `${m[1]}://{host}${m[3] ?? ''}`, variables: { host: { default: 'localhost', description: 'a name or address of the host the connector runs on' } } };
+  });
+
+export const openApiDocument = (
+  title: string, version: string, secured: boolean, addresses: readonly string[], ...parts: OpenApiPart[]
+) => {
+  const webhooks = Object.assign({}, ...parts.map((p) => p.webhooks ?? {})) as Record<string, unknown>;
+  return {
+    openapi: '3.1.0',
+    info: { title, version },
+    ...(addresses.length > 0 ? { servers: serversOf(addresses) } : {}),
+    paths: {
+      '/health/live': {
+        get: { operationId: 'getLiveness', summary: 'Liveness', ...OPEN, responses: { '200': { description: 'the process runs', content: { 'application/json': { schema: { $ref: '#/components/schemas/Live' } } } } } },
+      },
+      '/health/ready': {
+        get: {
+          operationId: 'getReadiness',
+          summary: 'Readiness: data store connected, configuration loaded, connector active',
+          ...OPEN,
+          responses: {
+            '200': { description: 'ready', content: { 'application/json': { schema: { $ref: '#/components/schemas/Ready' } } } },
+            '503': { description: 'not ready, with the reason', content: { 'application/json': { schema: { $ref: '#/components/schemas/Ready' } } } },
+          },
+        },
+      },
+      '/metrics': {
+        get: {
+          operationId: 'getMetrics',
+          summary: 'Prometheus metrics',
+          responses: { '200': { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } }, ...(secured ? { '401': problem('no valid API key') } : {}) },
+        },
+      },
+      '/openapi.json': {
+        get: {
+          operationId: 'getOpenApiDocument',
+          summary: 'This document',
+          responses: { '200': { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } }, ...(secured ? { '401': problem('no valid API key') } : {}) },
+        },
+      },
+      ...Object.assign({}, ...parts.map((p) => p.paths)),
+    },
+    ...(Object.keys(webhooks).length > 0 ? { webhooks } : {}),
+    components: {
+      schemas: {
+        Problem: problemSchema,
+        Error: errorSchema,
+        Live: { type: 'object', required: ['status'], properties: { status: { type: 'string', const: 'ok' } } },
+        Ready: { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['ready', 'not ready'] }, reason: { type: 'string' } } },
+        ...Object.assign({}, ...parts.map((p) => p.schemas)),
+      },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer' },
+        apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
       },
     },
-    '/metrics': { get: { summary: 'Prometheus metrics', responses: { '200': { description: 'text exposition format' } } } },
-    ...Object.assign({}, ...parts.map((p) => p.paths)),
-  },
-  components: {
-    schemas: { Problem: problemSchema, Error: errorSchema, ...Object.assign({}, ...parts.map((p) => p.schemas)) },
-    securitySchemes: {
-      bearer: { type: 'http', scheme: 'bearer' },
-      apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
-    },
-  },
-  ...(secured ? { security: [{ bearer: [] }, { apiKey: [] }] } : {}),
-});
+    ...(secured ? { security: [{ bearer: [] }, { apiKey: [] }] } : {}),
+  };
+};

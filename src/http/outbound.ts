@@ -174,16 +174,41 @@ export const outboundOpenApi: OpenApiPart = {
   paths: {
     '/api/datapoints': {
       get: {
+        operationId: 'getDataPoints',
         summary: 'Current data points, sorted by casdu then ioa',
         parameters: [
-          { name: 'casdu', in: 'query', required: false, schema: { type: 'string', pattern: '^[0-9]+$' }, description: '0 to 65535' },
-          { name: 'ioa', in: 'query', required: false, schema: { type: 'string', pattern: '^[0-9]+$' }, description: '0 to 16777215' },
+          { name: 'casdu', in: 'query', required: false, schema: { type: 'integer', minimum: 0, maximum: 65535 }, description: 'station address (digits only; leading zeros allowed)' },
+          { name: 'ioa', in: 'query', required: false, schema: { type: 'integer', minimum: 0, maximum: 16777215 }, description: 'point address (digits only; leading zeros allowed)' },
         ],
         responses: {
           '200': { description: 'matching points', content: { 'application/json': { schema: { $ref: '#/components/schemas/DataPointList' } } } },
           '400': { description: 'invalid_casdu or invalid_ioa', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
           '401': problem('API keys are configured and none valid was given'),
           '503': problem('connector inactive, or data store not connected'),
+        },
+      },
+    },
+  },
+  webhooks: {
+    dataPointBatch: {
+      post: {
+        operationId: 'receiveDataPointBatch',
+        summary: 'A batch of updates, POSTed by the outbound connector to every configured webhook',
+        description:
+          'One request per batch per webhook, with the webhook\'s configured headers. De-duplicate by webhook-id: it is the same on every retry, for every webhook, and after a restart.',
+        parameters: [
+          { name: 'webhook-id', in: 'header', required: true, schema: { type: 'string', pattern: '^[0-9]+-[0-9]+_[0-9]+-[0-9]+$' }, description: '{first}_{last}: stream IDs of the batch\'s first and last entries' },
+          { name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'string', pattern: '^[0-9]+$' }, description: 'Unix seconds when this attempt was sent' },
+          { name: 'webhook-signature', in: 'header', required: false, schema: { type: 'string' }, description: 'with a secret: space-separated `v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>`, one per secret' },
+          { name: 'User-Agent', in: 'header', required: true, schema: { type: 'string', pattern: '^rest-connectors/' } },
+        ],
+        requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/DataPointList' } } } },
+        responses: {
+          '2XX': { description: 'delivered' },
+          '408': { description: 'retried with backoff' },
+          '429': { description: 'retried; Retry-After honoured up to 30 s' },
+          '5XX': { description: 'retried with backoff (Retry-After honoured on 503)' },
+          default: { description: 'any other answer: not retried, the batch is dead-lettered for this webhook' },
         },
       },
     },

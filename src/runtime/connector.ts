@@ -43,7 +43,7 @@ export type Outcome = { readonly code: number; readonly message?: string };
 export const configKey = (id: string): string => `connectors:${id}:config`;
 
 /** The HTTP app of a connector: the shell of createApp around the connector's own parts. */
-export const makeApp = (kind: ConnectorKind, ctx: ConnectorContext, parts: ConnectorParts) =>
+export const makeApp = (kind: ConnectorKind, ctx: ConnectorContext, parts: ConnectorParts, addresses: () => readonly string[] = () => []) =>
   createApp({
     log: ctx.log,
     metrics: ctx.metrics,
@@ -51,7 +51,7 @@ export const makeApp = (kind: ConnectorKind, ctx: ConnectorContext, parts: Conne
     isConnected: ctx.datastore.isConnected,
     isActive: () => ctx.settings.isActive,
     dataRoutes: parts.dataRoutes,
-    openapi: () => openApiDocument(`rest-connectors ${kind}`, VERSION, ctx.startup.apiKeys.length > 0, parts.openapi),
+    openapi: () => openApiDocument(`rest-connectors ${kind}`, VERSION, ctx.startup.apiKeys.length > 0, addresses(), parts.openapi),
   });
 
 /** Reads the config key once connected, trying again while the connection comes and goes. */
@@ -124,13 +124,13 @@ export const runConnector = async (
     'configuration loaded',
   );
 
-  const metrics = makeMetrics();
+  const metrics = makeMetrics({ kind, id: startup.id, version: VERSION });
   const connectedSub = datastore.connected$.subscribe((c) => metrics.datastoreConnected.set(c ? 1 : 0));
   const ctx: ConnectorContext = { startup, settings, datastore, redisOptions, log, metrics };
   const parts = build(ctx);
-  const app = makeApp(kind, ctx, parts);
+  let listening: Listening | undefined;
+  const app = makeApp(kind, ctx, parts, () => listening?.addresses ?? []);
 
-  let listening: Listening;
   try {
     listening = await listenAll(app, settings.hostUrls);
   } catch (err) {

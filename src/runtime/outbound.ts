@@ -53,6 +53,7 @@ const startPush = (ctx: ConnectorContext): Background => {
     tap((h) => {
       if (h === null) return;
       metrics.groupPending.set(h.pending);
+      metrics.streamLength.set(h.length);
       if (h.lag !== null) metrics.groupLag.set(h.lag);
       const r = tracker(h);
       if (r.newlyLost === null) log.error({ group }, 'entries of process:updates were trimmed before this connector read them (Redis cannot tell how many)');

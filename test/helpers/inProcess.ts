@@ -4,6 +4,7 @@ import { parseConnectionString, toRedisOptions } from '../../src/config/connecti
 import { parseManagedSettings } from '../../src/config/managed';
 import { collectRaw, loadStartupSettings } from '../../src/config/startup';
 import { makeMetrics } from '../../src/http/metrics';
+import { VERSION } from '../../src/version';
 import { makeApp, type ConnectorContext, type ConnectorParts, type ConnectorKind } from '../../src/runtime/connector';
 import { connectDatastore } from '../../src/runtime/datastore';
 import { makeLogger } from '../../src/runtime/logger';
@@ -50,9 +51,11 @@ export const startInProcess = async (
   const redisOptions = toRedisOptions(target.right);
   const datastore = connectDatastore(redisOptions, startup.right.datastore.connectionRetrySeconds, log);
   await datastore.ready();
-  const ctx: ConnectorContext = { startup: startup.right, settings: decoded.right, datastore, redisOptions, log, metrics: makeMetrics() };
+  const ctx: ConnectorContext = { startup: startup.right, settings: decoded.right, datastore, redisOptions, log, metrics: makeMetrics({ kind, id: startup.right.id, version: VERSION }) };
   const parts = build(ctx);
-  const listening = await listenAll(makeApp(kind, ctx, parts), [{ url: 'http://127.0.0.1:0', host: '127.0.0.1', port: 0 }]);
+  let addresses: readonly string[] = [];
+  const listening = await listenAll(makeApp(kind, ctx, parts, () => addresses), [{ url: 'http://127.0.0.1:0', host: '127.0.0.1', port: 0 }]);
+  addresses = listening.addresses;
   const background = parts.start?.();
   return {
     url: listening.addresses[0]!,
