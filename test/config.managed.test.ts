@@ -30,7 +30,7 @@ describe('managed settings', () => {
     expect(s.logLevel).toBe('warn');
     expect(s.isActive).toBe(false);
     expect(s.hostUrls.map((h) => [h.host, h.port])).toEqual([['0.0.0.0', 8080], [undefined, 9000], [undefined, 9001], [undefined, 9002], ['::1', 9003]]);
-    expect(s.webhooks[0]).toEqual({ url: 'https://historian.example/ingest', headers: { Authorization: 'Bearer x' }, secret: 'whsec_c2VjcmV0' });
+    expect(s.webhooks[0]).toEqual({ url: 'https://historian.example/ingest', headers: { Authorization: 'Bearer x' }, secrets: ['whsec_c2VjcmV0'] });
     expect(s.mappings[0]!.valuePath.steps).toEqual([{ key: 'sensors' }, { key: 'boiler' }, { key: 'temp' }]);
     expect(s.mappings[0]!.timestampPath?.source).toBe('ts');
   });
@@ -62,6 +62,11 @@ describe('managed settings', () => {
     ['header CR/LF in value', JSON.stringify({ webhooks: [{ url: 'http://a/', headers: { 'X-A': 'v\nInjected: 1' } }] }), /^webhooks\[0\]\.headers: value of header 'X-A' contains CR or LF$/],
     ['header value not a string', JSON.stringify({ webhooks: [{ url: 'http://a/', headers: { 'X-A': 1 } }] }), /^webhooks\[0\]\.headers: header 'X-A' must be a string$/],
     ['secret', JSON.stringify({ webhooks: [{ url: 'http://a/', secret: 'whsec_***' }] }), /^webhooks\[0\]\.secret: /],
+    ['secret list entry', JSON.stringify({ webhooks: [{ url: 'http://a/', secret: ['whsec_c2VjcmV0', ''] }] }), /^webhooks\[0\]\.secret: \[1\] must be a non-empty string$/],
+    ['secret empty list', JSON.stringify({ webhooks: [{ url: 'http://a/', secret: [] }] }), /^webhooks\[0\]\.secret: must be a secret or a non-empty list of secrets$/],
+    ['framing header', JSON.stringify({ webhooks: [{ url: 'http://a/', headers: { 'Content-Length': '2' } }] }), /^webhooks\[0\]\.headers: header 'Content-Length' may not be set/],
+    ['connection header', JSON.stringify({ webhooks: [{ url: 'http://a/', headers: { 'proxy-authorization': 'x' } }] }), /^webhooks\[0\]\.headers: header 'proxy-authorization' may not be set/],
+    ['URL user information', JSON.stringify({ webhooks: [{ url: 'https://user:pw@h.example/x?token=t' }] }), /^webhooks\[0\]\.url: must not carry user information \(https:\/\/h\.example\/x\): put credentials in a header/],
     ['casdu range', JSON.stringify({ mappings: [mapping({ casdu: 65536 })] }), /^mappings\[0\]\.casdu: must be an integer in 0 to 65535, got 65536$/],
     ['ioa range', JSON.stringify({ mappings: [mapping({ ioa: 16777216 })] }), /^mappings\[0\]\.ioa: must be an integer in 0 to 16777215, got 16777216$/],
     ['ioa negative', JSON.stringify({ mappings: [mapping({ ioa: -1 })] }), /^mappings\[0\]\.ioa: /],

@@ -102,6 +102,25 @@ describe('push mode', () => {
     await eventually(async () => ((await pendingCount('headers')) === 0 ? true : undefined), 20000, 'all acknowledged');
   });
 
+  it('signs with every listed secret: the official standardwebhooks library verifies with the old or the new one (rotation without a window)', async () => {
+    const { Webhook } = require('standardwebhooks') as typeof import('standardwebhooks');
+    const r = await receiver();
+    const fresh = `whsec_${Buffer.from('the new signing key, 32 bytes long').toString('base64')}`;
+    const plain = 'an old plain secret';
+    await outbound('rotation', [{ url: r.url, secret: [fresh, plain] }]);
+    await produce(0, 3);
+    await eventually(() => (r.delivered().length > 0 ? true : undefined));
+    const req = r.delivered()[0]!;
+    const headers = { 'webhook-id': String(req.headers['webhook-id']), 'webhook-timestamp': String(req.headers['webhook-timestamp']), 'webhook-signature': String(req.headers['webhook-signature']) };
+    expect(headers['webhook-signature'].split(' ')).toHaveLength(2);
+    // a receiver that knows only the new whsec_ secret, and one that knows only the old plain one
+    expect(new Webhook(fresh).verify(req.body, headers)).toEqual(JSON.parse(req.body));
+    expect(new Webhook(plain, { format: 'raw' }).verify(req.body, headers)).toEqual(JSON.parse(req.body));
+    // and the check can fail: a secret the connector does not hold, or a changed body
+    expect(() => new Webhook(`whsec_${Buffer.from('some other key').toString('base64')}`).verify(req.body, headers)).toThrow();
+    expect(() => new Webhook(fresh).verify(req.body.replace('"seq":0', '"seq":9'), headers)).toThrow();
+  });
+
   it('isolates webhooks: 500 forever, hanging, 500-twice-then-200 and 400 receivers never hold back a healthy one', async () => {
     const failing = await receiver(() => ({ status: 500 }));
     const hanging = await receiver(() => 'hang');

@@ -12,7 +12,7 @@ const newScheduler = () => new TestScheduler((actual, expected) => expect(actual
 const entry = (id: string): DecodedEntry => ({ id, json: JSON.stringify({ v: id }) });
 const raw = (id: string): StreamEntry => ({ id, fields: ['casdu', '1', 'ioa', id, 'source', 's', 'data', `{"v":"${id}"}`] });
 const batchOf = (...ids: string[]): Batch => toBatch(ids.map(entry));
-const hook = (url: string): Webhook => ({ url, headers: {} });
+const hook = (url: string): Webhook => ({ url, headers: {}, secrets: [] });
 const quiet: LaneObserver = { attempt: () => undefined, finished: () => undefined, queueDepth: () => undefined };
 const ok: WebhookResponse = { status: 200 };
 const fail: WebhookResponse = { status: 500 };

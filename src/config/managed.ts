@@ -4,6 +4,7 @@ import * as t from 'io-ts';
 import { compilePath, type CompiledPath } from '../mapping/path';
 import { CASDU_MAX, IOA_MAX, TYPE_CODES, VALUE_TYPES, type Mapping, type TypeCode, type ValueType } from '../mapping/types';
 import { formatErrors } from './report';
+import { safeUrl } from './urls';
 
 /** CONTRACT 2: the managed settings under `connectors:{ID}:config`, after defaults. */
 export interface ManagedSettings {
@@ -28,7 +29,8 @@ export interface HostUrl {
 export interface Webhook {
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
-  readonly secret?: string;
+  /** Every current signing secret (CONTRACT 6.4): each one signs; empty means unsigned. */
+  readonly secrets: readonly string[];
 }
 
 const LOG_LEVELS: Record<string, PinoLevel> = {
@@ -97,23 +99,33 @@ const hostUrl = refine<HostUrl>('host URL', (u) => {
   return E.right({ url: u as string, host: all ? undefined : rawHost.replace(/^\[(.*)\]$/, '$1'), port: Number(m[2]) });
 });
 
+/** Errors show the URL without user information or query (CONTRACT 6.5): either may be a credential. */
 const webhookUrl = refine<string>('webhook URL', (u) => {
-  if (typeof u !== 'string') return E.left(`must be an http(s) URL, got ${describe(u)}`);
+  if (typeof u !== 'string') return E.left(`must be an http(s) URL, got ${u === undefined ? 'nothing' : typeof u}`);
+  let url: URL;
   try {
-    const url = new URL(u);
-    return url.protocol === 'http:' || url.protocol === 'https:' ? E.right(u) : E.left(`must be an http(s) URL, got ${describe(u)}`);
+    url = new URL(u);
   } catch {
-    return E.left(`must be an http(s) URL, got ${describe(u)}`);
+    return E.left('must be an http(s) URL, got a string that is not a URL');
   }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return E.left(`must be an http(s) URL, got ${JSON.stringify(`${url.protocol}//${url.host}`)}`);
+  if (url.username !== '' || url.password !== '') {
+    return E.left(`must not carry user information (${safeUrl(u)}): put credentials in a header, e.g. "Authorization"`);
+  }
+  return E.right(u);
 });
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Headers that define the message's framing or the connection: the client sets them (CONTRACT 6.5). */
+const RESERVED_HEADER = /^(content-length|transfer-encoding|connection|host|upgrade|te|trailer|keep-alive|proxy-.*)$/i;
 // A header value may not carry CR, LF or NUL: they would split or end the header.
 const headers = refine<Record<string, string>>('headers', (u) => {
   if (u === null || typeof u !== 'object' || Array.isArray(u)) return E.left(`must be an object of header names to strings`);
   for (const [name, value] of Object.entries(u)) {
     if (/[\r\n]/.test(name)) return E.left(`header name ${JSON.stringify(name)} contains CR or LF`);
     if (!TOKEN.test(name)) return E.left(`header name ${JSON.stringify(name)} is not a valid HTTP header name`);
+    if (RESERVED_HEADER.test(name)) return E.left(`header '${name}' may not be set: it defines the request's framing or connection`);
     if (typeof value !== 'string') return E.left(`header '${name}' must be a string`);
     // The value itself is never echoed: it may be a credential.
     if (/[\r\n\0]/.test(value)) return E.left(`value of header '${name}' contains CR or LF`);
@@ -121,13 +133,24 @@ const headers = refine<Record<string, string>>('headers', (u) => {
   return E.right(u as Record<string, string>);
 });
 
-const secret = refine<string>('secret', (u) => {
-  if (typeof u !== 'string' || u.length === 0) return E.left('must be a non-empty string');
-  if (u.startsWith('whsec_') && !/^[A-Za-z0-9+/]+={0,2}$/.test(u.slice(6))) return E.left('whsec_ secret must be followed by base64');
-  return E.right(u);
+const secretProblem = (u: unknown): string | undefined => {
+  if (typeof u !== 'string' || u.length === 0) return 'must be a non-empty string';
+  if (u.startsWith('whsec_') && !/^[A-Za-z0-9+/]+={0,2}$/.test(u.slice(6))) return 'whsec_ secret must be followed by base64';
+  return undefined;
+};
+
+/** One secret, or a non-empty list of them (rotation: every listed secret signs, CONTRACT 6.4). */
+const secrets = refine<readonly string[]>('secret', (u) => {
+  const list = Array.isArray(u) ? u : [u];
+  if (list.length === 0) return E.left('must be a secret or a non-empty list of secrets');
+  for (const [i, s] of list.entries()) {
+    const problem = secretProblem(s);
+    if (problem !== undefined) return E.left(Array.isArray(u) ? `[${i}] ${problem}` : problem);
+  }
+  return E.right(list as string[]);
 });
 
-const WebhookCodec = t.type({ url: webhookUrl, headers: optional(headers), secret: optional(secret) });
+const WebhookCodec = t.type({ url: webhookUrl, headers: optional(headers), secret: optional(secrets) });
 
 const MappingCodec = t.type({
   name: nonEmptyString,
@@ -161,7 +184,7 @@ const withDefaults = (s: t.TypeOf<typeof SettingsCodec>): ManagedSettings => ({
   webhooks: (s.webhooks ?? []).map((w) => ({
     url: w.url,
     headers: w.headers ?? {},
-    ...(w.secret !== undefined ? { secret: w.secret } : {}),
+    secrets: w.secret ?? [],
   })),
   mappings: (s.mappings ?? []).map((m) => ({
     name: m.name, topic: m.topic, casdu: m.casdu, ioa: m.ioa, type: m.type,
@@ -211,6 +234,18 @@ export const parseManagedSettings = (text: string): E.Either<string[], ManagedSe
 export const DEFAULT_SETTINGS: ManagedSettings = withDefaults({});
 
 /**
+ * The settings as the "configuration loaded" line shows them: URLs without user information or
+ * query, header names without values, the number of secrets (CONTRACT 6.2, 6.5).
+ */
+export const settingsForLog = (s: ManagedSettings) => ({
+  displayName: s.displayName,
+  isActive: s.isActive,
+  hostUrls: s.hostUrls.map((h) => h.url),
+  webhooks: s.webhooks.map((w) => ({ url: safeUrl(w.url), headerNames: Object.keys(w.headers), secrets: w.secrets.length })),
+  mappings: s.mappings.length,
+});
+
+/**
  * The settings a connector acts on, as a canonical string: two configurations are "the same"
  * (CONTRACT 2) when these are equal, whatever the key order or unknown fields.
  */
@@ -223,7 +258,7 @@ export const settingsFingerprint = (s: ManagedSettings, connector: 'outbound' | 
     hostUrls: s.hostUrls.map((h) => [h.host ?? '*', h.port]),
     webhooks:
       connector === 'outbound'
-        ? s.webhooks.map((w) => [w.url, Object.entries(w.headers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)), w.secret ?? null])
+        ? s.webhooks.map((w) => [w.url, Object.entries(w.headers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)), w.secrets])
         : [],
     mappings:
       connector === 'inbound'

@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/Either';
 import type { RedisOptions } from 'ioredis';
 import { defer, type Subscription } from 'rxjs';
-import { parseManagedSettings, DEFAULT_SETTINGS, type ManagedSettings } from '../config/managed';
+import { parseManagedSettings, DEFAULT_SETTINGS, settingsForLog, type ManagedSettings } from '../config/managed';
 import type { StartupSettings } from '../config/startup';
 import { createApp, type DataRoute } from '../http/app';
 import { makeMetrics, type Metrics } from '../http/metrics';
@@ -119,10 +119,7 @@ export const runConnector = async (
     settings = decoded.right;
   }
   log.level = settings.logLevel;
-  log.info(
-    { key, displayName: settings.displayName, isActive: settings.isActive, hostUrls: settings.hostUrls.map((h) => h.url), webhooks: settings.webhooks, mappings: settings.mappings.length },
-    'configuration loaded',
-  );
+  log.info({ key, ...settingsForLog(settings) }, 'configuration loaded');
 
   const metrics = makeMetrics({ kind, id: startup.id, version: VERSION });
   const connectedSub = datastore.connected$.subscribe((c) => metrics.datastoreConnected.set(c ? 1 : 0));

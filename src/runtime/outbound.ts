@@ -1,5 +1,6 @@
 import { defer, EMPTY, exhaustMap, from, interval, mergeMap, type Observable, catchError, concat, tap, ignoreElements, retry, timer } from 'rxjs';
 import type { Webhook } from '../config/managed';
+import { safeUrl, urlHost } from '../config/urls';
 import { outboundOpenApi, outboundRoutes } from '../http/outbound';
 import { webhookLane, exponentialBackoff, QUEUE_CAP, type AttemptResult, type LaneObserver } from '../streams/deliver';
 import { readGroupHealth, makeLossTracker } from '../streams/lossMonitor';
@@ -12,23 +13,7 @@ import type { Background, ConnectorContext, ConnectorParts } from './connector';
 import { connectDatastore } from './datastore';
 
 /** A webhook as logs and metric labels show it: index and host, never the full URL or headers. */
-export const webhookHost = (w: Webhook): string => {
-  try {
-    return new URL(w.url).host;
-  } catch {
-    return 'invalid';
-  }
-};
-
-/** The URL without credentials or query (it may carry a token), for error logs. */
-const safeUrl = (w: Webhook): string => {
-  try {
-    const u = new URL(w.url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    return 'invalid';
-  }
-};
+export const webhookHost = (w: Webhook): string => urlHost(w.url);
 
 const resultLabel = (r: AttemptResult): string =>
   r.status !== undefined ? `${Math.floor(r.status / 100)}xx` : r.ok ? '2xx' : /timeout/.test(r.reason) ? 'timeout' : 'network';
@@ -84,7 +69,7 @@ const startPush = (ctx: ConnectorContext): Background => {
         if (outcome === 'deadlettered') {
           const kind = attempts === 0 ? 'overflow' : /after \d+ attempts$/.test(reason ?? '') ? 'exhausted' : 'rejected';
           metrics.deadLettered.inc({ ...labels, reason: kind });
-          log.error({ webhook: index, url: safeUrl(w), reason, attempts, webhookId: batch.webhookId, points: batch.size }, 'batch dead-lettered');
+          log.error({ webhook: index, url: safeUrl(w.url), reason, attempts, webhookId: batch.webhookId, points: batch.size }, 'batch dead-lettered');
         }
       },
       queueDepth: (d) => metrics.queueDepth.set(labels, d),

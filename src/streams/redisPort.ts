@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { defer, map, type Observable, retry, timer } from 'rxjs';
+import { safeUrl } from '../config/urls';
 import { UPDATES_STREAM } from '../mapping/types';
 import type { Batch } from './batches';
 import { decodeAutoclaimReply, decodeReadReply } from './entries';
@@ -64,7 +65,7 @@ export const deadLetterWith = (redis: Redis, connectorId: string, retryMs: numbe
     defer(() =>
       redis.xadd(
         deadLetterStream(connectorId), 'MAXLEN', '~', String(DEADLETTER_MAXLEN), '*',
-        'url', webhook.url, 'webhookId', batch.webhookId, 'error', error, 'attempts', String(attempts), 'body', batch.body,
+        'url', safeUrl(webhook.url), 'webhookId', batch.webhookId, 'error', error, 'attempts', String(attempts), 'body', batch.body,
       ),
       // Tried until it lands (or the stop deadline cuts it): a batch whose dead-letter entry is not
       // written is not acknowledged, so it stays pending rather than being lost.

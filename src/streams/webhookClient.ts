@@ -7,7 +7,11 @@ import type { Webhook } from '../config/managed';
 import type { Batch } from './batches';
 import type { PostBatch } from './deliver';
 
-/** CONTRACT 6.4 (Standard Webhooks): `v1,` + base64 HMAC-SHA256 of `{id}.{timestamp}.{body}`. */
+/**
+ * CONTRACT 6.4 (Standard Webhooks): `v1,` + base64 HMAC-SHA256 of `{id}.{timestamp}.{body}`, one
+ * per secret, separated by spaces, so that a receiver holding either the old or the new secret
+ * verifies during a rotation.
+ */
 export const signatureKey = (secret: string): Buffer =>
   secret.startsWith('whsec_') ? Buffer.from(secret.slice(6), 'base64') : Buffer.from(secret, 'utf8');
 
@@ -20,7 +24,7 @@ export const requestHeaders = (webhook: Webhook, batch: Batch, timestamp: number
   'User-Agent': userAgent,
   'webhook-id': batch.webhookId,
   'webhook-timestamp': String(timestamp),
-  ...(webhook.secret !== undefined ? { 'webhook-signature': sign(webhook.secret, batch.webhookId, timestamp, batch.body) } : {}),
+  ...(webhook.secrets.length > 0 ? { 'webhook-signature': webhook.secrets.map((s) => sign(s, batch.webhookId, timestamp, batch.body)).join(' ') } : {}),
 });
 
 /**
