@@ -142,8 +142,10 @@ const startPush = (ctx: ConnectorContext): Background => {
     stop: async (deadline) => {
       stopping = true;
       monitor.unsubscribe();
-      const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), Math.max(0, deadline - Date.now())).unref());
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), Math.max(0, deadline - Date.now()))));
       const how = await Promise.race([done, timeout]);
+      clearTimeout(timer);
       if (how === 'timeout') log.warn('in-flight deliveries did not finish in time; their entries stay pending and are delivered after the restart');
       subscription.unsubscribe();
       http.close();
