@@ -4,7 +4,7 @@ import { batches, toBatch, type Batch } from '../src/streams/batches';
 import { webhookLane, type LaneObserver, type PostBatch, type WebhookResponse, type LaneResult } from '../src/streams/deliver';
 import type { DecodedEntry, StreamEntry } from '../src/streams/entries';
 import { pushPipeline$, type PipelineEvent } from '../src/streams/pipeline';
-import { readUpdates$, type ReadChunk, type StreamPort } from '../src/streams/reader';
+import { readUpdates$, type ConsumerInfo, type ReaderOptions, type ReadChunk, type StreamPort } from '../src/streams/reader';
 import { regroup } from '../src/streams/regroup';
 import type { Webhook } from '../src/config/managed';
 
@@ -86,6 +86,7 @@ const lane = (ts: TestScheduler, post: PostBatch, over: Partial<Parameters<typeo
   webhookLane({
     index: 0,
     webhook: hook('http://a/'),
+    key: '0 http://a/',
     post,
     maxAttempts: 5,
     maxInFlight: 4,
@@ -208,22 +209,27 @@ describe('push pipeline', () => {
     posts: Record<string, PostBatch>,
     acks: string[],
     maxAttempts = 3,
-    known: ReadonlyMap<string, string> = new Map(),
     records: string[] = [],
+    marks: string[] = [],
   ) =>
     pushPipeline$({
       webhooks,
       windowMs: 10,
       maxSize: 100,
-      lane: (index, webhook) => lane(ts, posts[webhook.url]!, { index, webhook, maxAttempts }),
-      knownBatches: known,
-      record: (b) => {
-        records.push(`${b.webhookId}@${ts.now()}`);
-        return of(1);
-      },
-      ack: (ids) => {
-        acks.push(`${ids.join('')}@${ts.now()}`);
-        return of(1);
+      lane: (index, webhook, key) => lane(ts, posts[webhook.url]!, { index, webhook, key, maxAttempts }),
+      state: {
+        record: (ids) => {
+          records.push(`${ids[0]}_${ids[ids.length - 1]}@${ts.now()}`);
+          return of(1);
+        },
+        markDone: (first, key) => {
+          marks.push(`${first} ${key}@${ts.now()}`);
+          return of(1);
+        },
+        ack: (_first, ids) => {
+          acks.push(`${ids.join('')}@${ts.now()}`);
+          return of(1);
+        },
       },
       onUndecodable: () => undefined,
       scheduler: ts,
@@ -285,22 +291,37 @@ describe('push pipeline', () => {
     expect(acks).toEqual(['a@7']);
   });
 
-  it('delivers replayed entries as their recorded batch (same webhook-id) and records new batches as they go out', () => {
+  it('delivers replayed entries as their recorded batch (same webhook-id), only to webhooks without a mark, and records new batches before they go out', () => {
     const ts = newScheduler();
     const records: string[] = [];
+    const marks: string[] = [];
+    const acks: string[] = [];
     ts.run(({ cold, expectObservable }) => {
-      const good = scripted(ts, () => ok);
+      const a = scripted(ts, () => ok);
+      const b = scripted(ts, () => ok);
+      const recorded = new Map([['1-0', { first: '1-0', last: '1-1', done: new Set(['1 http://b/']) }]]);
       const src = cold<ReadChunk>('a 14ms b 20ms |', {
-        a: { entries: [raw('1-0'), raw('1-1'), raw('2-0')], replay: true },
+        a: { entries: [raw('1-0'), raw('1-1'), raw('2-0')], replay: true, records: recorded },
         b: { entries: [raw('3-0')], replay: false },
       });
-      const out = src.pipe(run(ts, [hook('http://good/')], { 'http://good/': good.post }, [], 3, new Map([['1-0', '1-1']]), records));
-      expectObservable(out.pipe(map((e) => (e.kind === 'lane' ? e.result.batch.webhookId : 'ack')))).toBe('5ms (xa) 6ms (yb) 6ms (zc) 7ms |', {
-        x: '1-0_1-1', y: '2-0_2-0', z: '3-0_3-0', a: 'ack', b: 'ack', c: 'ack',
-      });
+      const out = src.pipe(run(ts, [hook('http://a/'), hook('http://b/')], { 'http://a/': a.post, 'http://b/': b.post }, acks, 3, records, marks));
+      const seen: string[] = [];
+      out.subscribe((e) => seen.push(`${ts.now()} ${e.kind === 'lane' ? `${e.result.webhook}:${e.result.batch.webhookId}:${e.result.outcome}` : 'ack'}`));
+      ts.flush();
+      expect(seen).toEqual([
+        '0 1:1-0_1-1:skipped', '5 0:1-0_1-1:delivered', '5 ack', '5 0:2-0_2-0:delivered', '5 1:2-0_2-0:delivered', '5 ack',
+        '25 0:3-0_3-0:delivered', '25 1:3-0_3-0:delivered', '25 ack',
+      ]);
+      void expectObservable;
+      ts.flush();
+      // webhook b had the recorded batch (its mark): never sent again; the replayed 2-0 was never recorded: a batch of its own
+      expect(a.attempts.map((t) => `${t.batch}@${t.at}`)).toEqual(['1-01-1@0', '2-0@0', '3-0@20']);
+      expect(b.attempts.map((t) => `${t.batch}@${t.at}`)).toEqual(['2-0@0', '3-0@20']);
     });
-    // 2-0 was replayed but not part of a recorded batch: batched anew (window closing at 10), and recorded
-    expect(records).toEqual(['2-0_2-0@10', '3-0_3-0@20']);
+    expect(records).toEqual(['2-0_2-0@0', '3-0_3-0@20']);
+    // the first webhook to finish a batch is marked; the last one is covered by the acknowledgement
+    expect(marks).toEqual(['2-0 0 http://a/@5', '3-0 0 http://a/@25']);
+    expect(acks).toEqual(['1-01-1@5', '2-0@5', '3-0@25']);
   });
 
   it('subscribes each lane once and leaves no inner subscription behind', () => {
@@ -329,21 +350,46 @@ function mapEvents(f: (e: PipelineEvent) => string) {
 }
 
 describe('stream reader', () => {
-  const port = (ts: TestScheduler, script: { pending: StreamEntry[][]; claims: StreamEntry[][]; reads: Array<StreamEntry[] | 'error'> }, calls: string[]): StreamPort => {
+  interface Script {
+    pending: StreamEntry[][];
+    consumers?: ConsumerInfo[];
+    claims?: Record<string, StreamEntry[][]>;
+    lease?: boolean;
+    reads: Array<StreamEntry[] | 'error'>;
+  }
+  const RECORDS = new Map([['1-1', { first: '1-1', last: '1-2', done: new Set<string>() }]]);
+  const port = (ts: TestScheduler, script: Script, calls: string[]): StreamPort => {
     let read = 0;
     return {
+      consumer: 'me',
       createGroup: (start) => {
         calls.push(`group ${start}@${ts.now()}`);
         return of('OK');
+      },
+      loadRecords: () => {
+        calls.push('load');
+        return of(RECORDS);
       },
       readOwnPending: (after) => {
         calls.push(`pending ${after}`);
         return of(script.pending.shift() ?? []);
       },
-      claimIdle: (start) => {
-        calls.push(`claim ${start}`);
-        const entries = script.claims.shift() ?? [];
-        return of({ next: script.claims.length > 0 ? '5-0' : '0-0', entries });
+      takeClaimLease: (ms) => {
+        calls.push(`lease ${ms}`);
+        return of(script.lease ?? true);
+      },
+      settled: () => of({ before: '1-0' }),
+      forgetSettled: (st) => {
+        calls.push(`forget ${JSON.stringify(st)}`);
+        return of(0);
+      },
+      consumers: () => {
+        calls.push('consumers');
+        return of(script.consumers ?? []);
+      },
+      claimFrom: (from, minIdle) => {
+        calls.push(`claim ${from} ${minIdle}`);
+        return of(script.claims?.[from]?.shift() ?? []);
       },
       readNew: () => {
         const r = script.reads[read++] ?? [];
@@ -354,68 +400,100 @@ describe('stream reader', () => {
       },
     };
   };
+  const options = (ts: TestScheduler, over: Partial<ReaderOptions> = {}): ReaderOptions => ({
+    startFromLatest: false, count: 10, blockMs: 500, retryMs: 50, claimIdleMs: 60000, claimEveryMs: 1_000_000,
+    isStopping: () => true, isInFlight: () => false, onError: () => undefined, onClaim: () => undefined, scheduler: ts, ...over,
+  });
 
-  it('re-reads its own pending entries first (skipping those in flight), then claims idle ones, then reads new entries; after an error starts over from the group', () => {
+  it('re-reads its own pending entries first (records read back first, in-flight ones skipped), then claims, then reads new entries; after an error starts over from the group', () => {
     const ts = newScheduler();
     const calls: string[] = [];
     const errors: unknown[] = [];
     let stopping = false;
     ts.run(({ expectObservable }) => {
-      const p = port(ts, { pending: [[raw('1-0'), raw('1-1')], [raw('1-2')], [], [raw('2-0')]], claims: [[raw('0-5')]], reads: [[raw('2-0')], [], 'error', [raw('3-0')]] }, calls);
-      const out = readUpdates$(p, {
-        startFromLatest: false, count: 10, blockMs: 500, retryMs: 50, claimIdleMs: 60000, claimEveryMs: 1_000_000,
-        isStopping: () => stopping, isInFlight: (id) => id === '1-0', onError: (e) => errors.push(e), scheduler: ts,
-      });
+      const p = port(ts, { pending: [[raw('1-0'), raw('1-1')], [raw('1-2')], [], [raw('2-0')]], reads: [[raw('2-0')], [], 'error', [raw('3-0')]] }, calls);
+      const out = readUpdates$(p, options(ts, { isStopping: () => stopping, isInFlight: (id) => id === '1-0', onError: (e) => errors.push(e) }));
       ts.schedule(() => (stopping = true), 70);
       // after the error: 2-0 is pending again (its read's reply could have been lost) and re-read
-      expectObservable(out.pipe(mapEvents2())).toBe('(abc) d 4ms g 54ms f 4ms (e|)', { a: 'R1-1', b: 'R1-2', c: 'R0-5', d: 'L2-0', g: 'L', f: 'R2-0', e: 'L3-0' });
+      expectObservable(out.pipe(mapEvents2())).toBe('(ab)-d 4ms g 54ms f 4ms (e|)', { a: 'R1-1+', b: 'R1-2+', d: 'L2-0', g: 'L', f: 'R2-0+', e: 'L3-0' });
     });
     expect(calls).toEqual([
-      'group 0@0', 'pending 0', 'pending 1-1', 'pending 1-2', 'claim 0-0', 'read@0', 'read@5', 'read@10',
-      'group 0@65', 'pending 0', 'pending 2-0', 'claim 0-0', 'read@65',
+      'group 0@0', 'load', 'pending 0', 'pending 1-1', 'pending 1-2', 'lease 500000', 'forget {"before":"1-0"}', 'consumers', 'read@0', 'read@5', 'read@10',
+      'group 0@65', 'load', 'pending 0', 'pending 2-0', 'lease 500000', 'forget {"before":"1-0"}', 'consumers', 'read@65',
     ]);
     expect(errors).toHaveLength(1);
+  });
+
+  it('claims the whole pending list of every other consumer idle for over claimIdleMs, never its own, with the records read back, and reports each claim', () => {
+    const ts = newScheduler();
+    const calls: string[] = [];
+    const claims: string[] = [];
+    ts.run(({ expectObservable }) => {
+      const p = port(ts, {
+        pending: [],
+        consumers: [
+          { name: 'me', pending: 5, idleMs: 90000 }, // itself: never
+          { name: 'dead', pending: 3, idleMs: 61000 },
+          { name: 'alive', pending: 7, idleMs: 400 }, // reads: not dead
+          { name: 'empty', pending: 0, idleMs: 99000 },
+        ],
+        claims: { dead: [[raw('1-1'), raw('1-2')], [raw('4-0')]] },
+        reads: [],
+      }, calls);
+      const out = readUpdates$(p, options(ts, { onClaim: (from, count, idle) => claims.push(`${from} ${count} ${idle}`) }));
+      expectObservable(out.pipe(mapEvents2())).toBe('(ab)-(c|)', { a: 'R1-1,1-2+', b: 'R4-0+', c: 'L' });
+    });
+    expect(calls).toEqual(['group 0@0', 'load', 'pending 0', 'lease 500000', 'forget {"before":"1-0"}', 'consumers', 'load', 'claim dead 60000', 'claim dead 60000', 'claim dead 60000', 'read@0']);
+    expect(claims).toEqual(['dead 3 61000']);
+  });
+
+  it('claims nothing while another replica holds the claim lease', () => {
+    const ts = newScheduler();
+    const calls: string[] = [];
+    ts.run(({ expectObservable }) => {
+      const p = port(ts, { pending: [], lease: false, consumers: [{ name: 'dead', pending: 3, idleMs: 61000 }], claims: { dead: [[raw('1-1')]] }, reads: [] }, calls);
+      expectObservable(readUpdates$(p, options(ts)).pipe(mapEvents2())).toBe('5ms (c|)', { c: 'L' });
+    });
+    expect(calls).toEqual(['group 0@0', 'load', 'pending 0', 'lease 500000', 'read@0']);
   });
 
   it('creates the group at $ when StartFromLatest is true', () => {
     const ts = newScheduler();
     const calls: string[] = [];
     ts.run(({ expectObservable }) => {
-      const p = port(ts, { pending: [], claims: [], reads: [] }, calls);
-      const out = readUpdates$(p, {
-        startFromLatest: true, count: 10, blockMs: 500, retryMs: 50, claimIdleMs: 60000, claimEveryMs: 1_000_000,
-        isStopping: () => true, isInFlight: () => false, onError: () => undefined, scheduler: ts,
-      });
-      expectObservable(out.pipe(mapEvents2())).toBe('5ms (x|)', { x: 'L' });
+      const p = port(ts, { pending: [], reads: [] }, calls);
+      expectObservable(readUpdates$(p, options(ts, { startFromLatest: true })).pipe(mapEvents2())).toBe('5ms (x|)', { x: 'L' });
     });
     expect(calls[0]).toBe('group $@0');
   });
 });
 
+/** R/L (replay or live), the IDs, and + when the records came along. */
 function mapEvents2() {
-  return (s: Observable<ReadChunk>) => s.pipe(map((c) => `${c.replay ? 'R' : 'L'}${c.entries.map((e) => e.id).join(',')}`));
+  return (s: Observable<ReadChunk>) => s.pipe(map((c) => `${c.replay ? 'R' : 'L'}${c.entries.map((e) => e.id).join(',')}${c.records ? '+' : ''}`));
 }
 
 describe('regroup (stable webhook-id after a restart)', () => {
-  const chunk = (replay: boolean, ...ids: string[]): ReadChunk => ({ entries: ids.map(raw), replay });
+  const rec = (first: string, last: string) => [first, { first, last, done: new Set<string>() }] as const;
+  const chunk = (replay: boolean, ids: string[], records?: Map<string, { first: string; last: string; done: Set<string> }>): ReadChunk => ({ entries: ids.map(raw), replay, ...(records ? { records } : {}) });
   const unitText = () => (s: Observable<import('../src/streams/regroup').Unit>) =>
-    s.pipe(map((u) => (u.kind === 'entry' ? u.entry.id : `[${u.entries.map((e) => e.id).join(',')}]`)));
+    s.pipe(map((u) => (u.kind === 'entry' ? u.entry.id : `${u.record ? 'R' : 'N'}[${u.entries.map((e) => e.id).join(',')}]`)));
 
-  it('re-forms replayed entries along recorded boundaries, across pages, and lets others through', () => {
+  it('re-forms replayed entries along recorded boundaries, across pages; unrecorded replayed entries form batches of their own', () => {
     newScheduler().run(({ cold, expectObservable }) => {
-      const known = new Map([['1-0', '3-0'], ['5-0', '5-0'], ['7-0', '9-0']]);
+      const known = new Map([rec('1-0', '3-0'), rec('5-0', '5-0'), rec('7-0', '9-0')]);
       const src = cold<ReadChunk>('a 9ms b 9ms c 9ms d 9ms |', {
-        a: chunk(true, '1-0', '2-0'), b: chunk(true, '3-0', '4-0', '5-0', '7-0'), c: chunk(true, '8-0'), d: chunk(false, '10-0'),
+        a: chunk(true, ['1-0', '2-0'], known), b: chunk(true, ['3-0', '4-0', '5-0', '6-0', '7-0'], known), c: chunk(true, ['8-0'], known), d: chunk(false, ['10-0']),
       });
-      expectObservable(src.pipe(regroup(known), unitText())).toBe('10ms (xyz) 15ms (wv) 6ms |', { x: '[1-0,2-0,3-0]', y: '4-0', z: '[5-0]', w: '[7-0,8-0]', v: '10-0' });
+      expectObservable(src.pipe(regroup(100), unitText())).toBe('10ms (xyzu) 14ms (wv) 6ms |', { x: 'R[1-0,2-0,3-0]', y: 'N[4-0]', z: 'R[5-0]', u: 'N[6-0]', w: 'R[7-0,8-0]', v: '10-0' });
     });
   });
 
-  it('closes an open batch at the first entry past its last ID, and never regroups live entries', () => {
+  it('closes an open batch at the first entry past its last ID, never regroups live entries, and cuts unrecorded ones at maxSize', () => {
     newScheduler().run(({ cold, expectObservable }) => {
-      const known = new Map([['1-0', '3-0']]);
-      const src = cold<ReadChunk>('a 9ms b 9ms |', { a: chunk(true, '1-0', '4-0'), b: chunk(false, '1-0') });
-      expectObservable(src.pipe(regroup(known), unitText())).toBe('(xy) 6ms z 9ms |', { x: '[1-0]', y: '4-0', z: '1-0' });
+      const known = new Map([rec('1-0', '3-0')]);
+      const src = cold<ReadChunk>('a 9ms b 9ms |', { a: chunk(true, ['1-0', '4-0', '5-0', '6-0'], known), b: chunk(false, ['1-0']) });
+      expectObservable(src.pipe(regroup(2), unitText())).toBe('(xyz) 5ms w 9ms |', { x: 'R[1-0]', y: 'N[4-0,5-0]', z: 'N[6-0]', w: '1-0' });
     });
   });
 });

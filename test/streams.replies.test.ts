@@ -1,5 +1,8 @@
 import { Redis } from 'ioredis';
-import { decodeAutoclaimReply, decodeEntry, decodeReadReply } from '../src/streams/entries';
+import { lastValueFrom } from 'rxjs';
+import { redisDeliveryState } from '../src/streams/deliveryState';
+import { decodeEntry, decodeReadReply } from '../src/streams/entries';
+import { redisStreamPort } from '../src/streams/redisPort';
 import { compareIds, makeLossTracker, readGroupHealth } from '../src/streams/lossMonitor';
 import { TestRedis } from './helpers/redis';
 
@@ -34,12 +37,28 @@ describe('stream reply shapes under RESP2 (the protocol the connectors choose)',
     expect(decodeEntry(pending[0]!)).toMatchObject({ ok: false, reason: expect.stringMatching(/deleted/) });
   });
 
-  it('XAUTOCLAIM: [next, entries, deleted]', async () => {
-    await client.xgroup('CREATE', 'process:updates', 'g', '$', 'MKSTREAM');
-    const id = await client.xadd('process:updates', '*', 'data', '{}');
-    await client.call('XREADGROUP', 'GROUP', 'g', 'dead-consumer', 'STREAMS', 'process:updates', '>');
-    const claimed = decodeAutoclaimReply(await client.call('XAUTOCLAIM', 'process:updates', 'g', 'alive', 0, '0-0', 'COUNT', 10));
-    expect(claimed).toEqual({ next: '0-0', entries: [{ id, fields: ['data', '{}'] }] });
+  it('XINFO CONSUMERS, XPENDING and XCLAIM through the port: idle consumers, whole pending lists, never a fresh entry', async () => {
+    const state = redisDeliveryState(client, 'x', 'rest-outbound:x', 100);
+    const port = redisStreamPort(client, 'x', 'alive', state);
+    await lastValueFrom(port.createGroup('$'));
+    const ids = [await client.xadd('process:updates', '*', 'data', '{"n":1}'), await client.xadd('process:updates', '*', 'data', '{"n":2}')];
+    await client.call('XREADGROUP', 'GROUP', 'rest-outbound:x', 'dead', 'STREAMS', 'process:updates', '>');
+    await new Promise((r) => setTimeout(r, 30));
+    const consumers = await lastValueFrom(port.consumers());
+    expect(consumers).toEqual([{ name: 'dead', pending: 2, idleMs: expect.any(Number) }]);
+    expect(consumers[0]!.idleMs).toBeGreaterThanOrEqual(25);
+    // entries idle for less than the minimum are not claimed
+    expect(await lastValueFrom(port.claimFrom('dead', 60000, 10))).toEqual([]);
+    expect(await lastValueFrom(port.claimFrom('dead', 20, 1))).toEqual([{ id: ids[0], fields: ['data', '{"n":1}'] }]);
+    expect(await lastValueFrom(port.claimFrom('dead', 20, 10))).toEqual([{ id: ids[1], fields: ['data', '{"n":2}'] }]);
+    expect(await lastValueFrom(port.claimFrom('dead', 20, 10))).toEqual([]);
+    expect(await lastValueFrom(port.settled())).toEqual({ before: ids[0] });
+    await client.xack('process:updates', 'rest-outbound:x', ...ids.map(String));
+    expect(await lastValueFrom(port.settled())).toEqual({ upTo: ids[1] });
+    // one replica at a time holds the claim lease
+    const other = redisStreamPort(client, 'x', 'other', state);
+    expect(await lastValueFrom(port.takeClaimLease(1000))).toBe(true);
+    expect(await lastValueFrom(other.takeClaimLease(1000))).toBe(false);
   });
 
   it('RESP3 would answer XREADGROUP in another shape, which the decoder refuses rather than misreads', async () => {

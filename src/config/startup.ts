@@ -16,6 +16,9 @@ export interface StartupSettings {
     readonly streamMaxLength: number;
     /** The consumer name in the group; stable across restarts so own pending entries are re-read. */
     readonly consumerName: string;
+    /** A consumer that has not read for this long is taken for dead and its entries claimed (CONTRACT 4.3: 60 s). */
+    readonly claimIdleMilliseconds: number;
+    readonly claimIntervalMilliseconds: number;
   };
   readonly webhooks: {
     readonly batchWindowMilliseconds: number;
@@ -23,6 +26,8 @@ export interface StartupSettings {
     readonly timeoutMilliseconds: number;
     readonly maxAttempts: number;
     readonly maxInFlight: number;
+    /** How long a graceful stop waits for in-flight deliveries (CONTRACT 4.3). */
+    readonly stopTimeoutMilliseconds: number;
   };
   readonly http: { readonly maxBodyBytes: number };
   readonly apiKeys: readonly string[];
@@ -42,6 +47,10 @@ const positiveNumber: Parser<number> = (name, value) => {
     ? E.right(n)
     : E.left(`${name}: expected a positive number, got '${value}'`);
 };
+
+/** The push side's share of the 10 s graceful stop (CONTRACT 4.3): at most 10000. */
+const stopTimeout: Parser<number> = (name, value) =>
+  E.chain((n: number) => (n <= 10000 ? E.right(n) : E.left(`${name}: must be at most 10000 (the whole stop takes at most 10 s), got '${value}'`)))(positiveInt(name, value));
 
 const bool: Parser<boolean> = (name, value) => {
   const v = value.trim().toLowerCase();
@@ -64,11 +73,14 @@ export const PARAMETERS = {
   configPollIntervalMilliseconds: 'Datastore:ConfigPollIntervalMilliseconds',
   streamMaxLength: 'Datastore:StreamMaxLength',
   consumerName: 'Datastore:ConsumerName',
+  claimIdleMilliseconds: 'Datastore:ClaimIdleMilliseconds',
+  claimIntervalMilliseconds: 'Datastore:ClaimIntervalMilliseconds',
   batchWindowMilliseconds: 'Webhooks:BatchWindowMilliseconds',
   batchMaxSize: 'Webhooks:BatchMaxSize',
   timeoutMilliseconds: 'Webhooks:TimeoutMilliseconds',
   maxAttempts: 'Webhooks:MaxAttempts',
   maxInFlight: 'Webhooks:MaxInFlight',
+  stopTimeoutMilliseconds: 'Webhooks:StopTimeoutMilliseconds',
   maxBodyBytes: 'Http:MaxBodyBytes',
   apiKeys: 'Authentication:ApiKeys',
 } as const;
@@ -123,6 +135,8 @@ export const loadStartupSettings = (
       configPollIntervalMilliseconds: get(param(raw, P.configPollIntervalMilliseconds, positiveInt, 1000), 1000),
       streamMaxLength: get(param(raw, P.streamMaxLength, positiveInt, 100000), 100000),
       consumerName: get(param(raw, P.consumerName, nonEmptyText, options.hostname), options.hostname),
+      claimIdleMilliseconds: get(param(raw, P.claimIdleMilliseconds, positiveInt, 60000), 60000),
+      claimIntervalMilliseconds: get(param(raw, P.claimIntervalMilliseconds, positiveInt, 30000), 30000),
     },
     webhooks: {
       batchWindowMilliseconds: get(param(raw, P.batchWindowMilliseconds, positiveInt, 100), 100),
@@ -130,6 +144,7 @@ export const loadStartupSettings = (
       timeoutMilliseconds: get(param(raw, P.timeoutMilliseconds, positiveInt, 10000), 10000),
       maxAttempts: get(param(raw, P.maxAttempts, positiveInt, 5), 5),
       maxInFlight: get(param(raw, P.maxInFlight, positiveInt, 4), 4),
+      stopTimeoutMilliseconds: get(param(raw, P.stopTimeoutMilliseconds, stopTimeout, 8000), 8000),
     },
     http: { maxBodyBytes: get(param(raw, P.maxBodyBytes, positiveInt, 1048576), 1048576) },
     apiKeys: get(param(raw, P.apiKeys, keyList, []), []),

@@ -6,7 +6,8 @@ import { webhookLane, exponentialBackoff, QUEUE_CAP, type AttemptResult, type La
 import { readGroupHealth, makeLossTracker } from '../streams/lossMonitor';
 import { pushPipeline$ } from '../streams/pipeline';
 import { readUpdates$ } from '../streams/reader';
-import { ackWith, deadLetterWith, groupName, loadBatches, recordWith, redisStreamPort } from '../streams/redisPort';
+import { redisDeliveryState } from '../streams/deliveryState';
+import { deadLetterWith, groupName, redisStreamPort } from '../streams/redisPort';
 import { axiosPostBatch } from '../streams/webhookClient';
 import { VERSION } from '../version';
 import type { Background, ConnectorContext, ConnectorParts } from './connector';
@@ -26,7 +27,8 @@ const startPush = (ctx: ConnectorContext): Background => {
   const retryMs = Math.round(startup.datastore.connectionRetrySeconds * 1000);
   const group = groupName(startup.id);
   const reader = connectDatastore(ctx.redisOptions, startup.datastore.connectionRetrySeconds, log, 'stream-reader');
-  const port = redisStreamPort(reader.client, group, startup.datastore.consumerName);
+  const state = redisDeliveryState(ctx.datastore.client, startup.id, group, retryMs);
+  const port = redisStreamPort(reader.client, startup.id, startup.datastore.consumerName, state);
   const http = axiosPostBatch(startup.webhooks.timeoutMilliseconds, `rest-connectors/${VERSION}`);
   const redis = ctx.datastore.client;
   let stopping = false;
@@ -82,33 +84,30 @@ const startPush = (ctx: ConnectorContext): Background => {
       count: Math.min(startup.webhooks.batchMaxSize, 10000),
       blockMs: startup.datastore.streamPollIntervalMilliseconds,
       retryMs,
-      claimIdleMs: 60_000,
-      claimEveryMs: 30_000,
+      claimIdleMs: startup.datastore.claimIdleMilliseconds,
+      claimEveryMs: startup.datastore.claimIntervalMilliseconds,
       isStopping: () => stopping,
       isInFlight: (id) => inFlight.has(id),
       onError: (err) => log.warn({ err: (err as Error).message, retryInSeconds: startup.datastore.connectionRetrySeconds }, 'reading process:updates failed; retrying'),
+      onClaim: (from, count, idleMs) => log.warn({ group, from, count, idleSeconds: Math.round(idleMs / 1000) }, 'claimed the pending entries of a consumer that stopped reading'),
     }))),
     tap((chunk) => {
-      metrics.entriesRead.inc(chunk.entries.length);
+      if (!chunk.replay) metrics.entriesRead.inc(chunk.entries.length);
       for (const e of chunk.entries) inFlight.add(e.id);
     }),
   );
 
-  const known = new Map<string, string>();
-  const pipeline$ = defer(async () => {
-    await ctx.datastore.ready();
-    for (const [first, last] of await loadBatches(redis, startup.id)) known.set(first, last);
-  }).pipe(
-    retry({ delay: () => timer(retryMs) }),
+  const pipeline$ = defer(() => ctx.datastore.ready()).pipe(
     mergeMap(() => entries$),
     pushPipeline$({
       webhooks: settings.webhooks,
       windowMs: startup.webhooks.batchWindowMilliseconds,
       maxSize: startup.webhooks.batchMaxSize,
-      lane: (index, webhook) =>
+      lane: (index, webhook, key) =>
         webhookLane({
           index,
           webhook,
+          key,
           post: http.post,
           maxAttempts: startup.webhooks.maxAttempts,
           maxInFlight: startup.webhooks.maxInFlight,
@@ -117,9 +116,11 @@ const startPush = (ctx: ConnectorContext): Background => {
           deadLetter: deadLetterWith(redis, startup.id, retryMs),
           observer: observerFor(index, webhook),
         }),
-      knownBatches: known,
-      record: recordWith(redis, startup.id, retryMs),
-      ack: (ids) => ackWith(redis, group, startup.id, retryMs)(ids).pipe(tap(() => ids.forEach((id) => inFlight.delete(id)))),
+      state: {
+        record: state.record,
+        markDone: state.markDone,
+        ack: (first, ids, keys) => state.ack(first, ids, keys).pipe(tap(() => ids.forEach((id) => inFlight.delete(id)))),
+      },
       onUndecodable: (id, reason) => log.warn({ id, reason }, 'stream entry skipped and acknowledged'),
       onBatch: (b) => metrics.batchSize.observe(b.size),
     }),
@@ -143,10 +144,17 @@ const startPush = (ctx: ConnectorContext): Background => {
       stopping = true;
       monitor.unsubscribe();
       let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), Math.max(0, deadline - Date.now()))));
+      // CONTRACT 4.3: at most StopTimeoutMilliseconds, within the connector's whole stop.
+      const waitMs = Math.max(0, Math.min(deadline, Date.now() + startup.webhooks.stopTimeoutMilliseconds) - Date.now());
+      const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), waitMs)));
       const how = await Promise.race([done, timeout]);
       clearTimeout(timer);
-      if (how === 'timeout') log.warn('in-flight deliveries did not finish in time; their entries stay pending and are delivered after the restart');
+      if (how === 'timeout') {
+        log.warn(
+          { pending: inFlight.size, waitedMs: waitMs },
+          'in-flight deliveries did not finish in time; their entries stay pending, and after the restart only the webhooks that did not finish them get them again',
+        );
+      }
       subscription.unsubscribe();
       http.close();
       await reader.close();

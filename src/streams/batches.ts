@@ -4,17 +4,32 @@ import type { DecodedEntry } from './entries';
 export interface Batch {
   /** `{first}_{last}` stream IDs: the same on every retry, for every webhook, and after a restart. */
   readonly webhookId: string;
+  /** The first ID as recorded: the key of the batch's delivery record. */
+  readonly first: string;
+  /** The entries to acknowledge once every webhook has the batch. */
   readonly ids: readonly string[];
   /** The request body, serialised once for every webhook. */
   readonly body: string;
   readonly size: number;
+  /** A re-formed batch: false, it is recorded already; and which webhooks have it (keys). */
+  readonly recorded: boolean;
+  readonly done: ReadonlySet<string>;
 }
 
-export const toBatch = (entries: readonly DecodedEntry[]): Batch => ({
-  webhookId: `${entries[0]!.id}_${entries[entries.length - 1]!.id}`,
+const NONE: ReadonlySet<string> = new Set();
+
+/**
+ * A batch of decoded entries; a re-formed one keeps the webhook-id of its record (entries deleted
+ * from the stream meanwhile do not change it: the receiver keeps the copy it has).
+ */
+export const toBatch = (entries: readonly DecodedEntry[], record?: { first: string; last: string; done: ReadonlySet<string> }): Batch => ({
+  webhookId: record !== undefined ? `${record.first}_${record.last}` : `${entries[0]!.id}_${entries[entries.length - 1]!.id}`,
+  first: record?.first ?? entries[0]!.id,
   ids: entries.map((e) => e.id),
   body: `{"datapoints":[${entries.map((e) => e.json).join(',')}]}`,
   size: entries.length,
+  recorded: record !== undefined,
+  done: record?.done ?? NONE,
 });
 
 /**
@@ -26,5 +41,5 @@ export const batches = (windowMs: number, maxSize: number, scheduler: SchedulerL
     source.pipe(
       bufferTime(windowMs, null, maxSize, scheduler),
       filter((b) => b.length > 0),
-      map(toBatch),
+      map((entries) => toBatch(entries)),
     );

@@ -47,7 +47,8 @@ export const classifyError = (err: unknown): AttemptResult => ({
 export const exponentialBackoff = (random: () => number = Math.random) => (attempt: number): number =>
   Math.round(500 * 2 ** (attempt - 1) * (0.75 + random() * 0.5));
 
-export type LaneOutcome = 'delivered' | 'deadlettered';
+/** `skipped`: a re-formed batch this webhook has already (CONTRACT 4.3): not sent again. */
+export type LaneOutcome = 'delivered' | 'deadlettered' | 'skipped';
 
 export interface LaneResult {
   readonly webhook: number;
@@ -65,6 +66,8 @@ export interface LaneObserver {
 export interface LaneOptions {
   readonly index: number;
   readonly webhook: Webhook;
+  /** The webhook as the delivery records know it (`webhookKey`). */
+  readonly key: string;
   readonly post: PostBatch;
   readonly maxAttempts: number;
   readonly maxInFlight: number;
@@ -131,6 +134,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
 
     return batches$.pipe(
       mergeMap((batch) => {
+        if (batch.done.has(o.key)) return of(result(batch, 'skipped'));
         if (depth >= o.queueCap) return deadLetter$(batch, `queue full (${o.queueCap} batches)`, 0);
         depth++;
         o.observer.queueDepth(depth);

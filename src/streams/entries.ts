@@ -42,12 +42,6 @@ export const decodeReadReply = (u: unknown, stream: string): StreamEntry[] => {
   return out;
 };
 
-/** `XAUTOCLAIM` reply: `[next-start, [entry, …], [deleted-id, …]]` (the last from Redis 7 on). */
-export const decodeAutoclaimReply = (u: unknown): { next: string; entries: StreamEntry[] } => {
-  if (!Array.isArray(u) || u.length < 2 || typeof u[0] !== 'string') throw new Error(`unexpected XAUTOCLAIM reply: ${JSON.stringify(u)?.slice(0, 200)}`);
-  return { next: u[0], entries: decodeEntries(u[1]) };
-};
-
 const ADDRESS = /^[0-9]+$/;
 
 /**

@@ -1,10 +1,11 @@
 import {
-  connect, filter, ignoreElements, map, merge, mergeMap, Observable, of, type OperatorFunction, type SchedulerLike,
+  concatMap, connect, defer, endWith, filter, ignoreElements, map, merge, mergeMap, Observable, of, type OperatorFunction, type SchedulerLike,
 } from 'rxjs';
 import type { Webhook } from '../config/managed';
 import { batches, toBatch, type Batch } from './batches';
 import { decodeEntry, type DecodedEntry, type StreamEntry } from './entries';
 import type { LaneResult } from './deliver';
+import { webhookKey, type BatchRecord, type DeliveryState } from './deliveryState';
 import type { ReadChunk } from './reader';
 import { regroup } from './regroup';
 
@@ -12,14 +13,10 @@ export interface PipelineOptions {
   readonly webhooks: readonly Webhook[];
   readonly windowMs: number;
   readonly maxSize: number;
-  /** Builds the lane of webhook `index` (see `webhookLane`). */
-  readonly lane: (index: number, webhook: Webhook) => OperatorFunction<Batch, LaneResult>;
-  /** Batches formed before a restart and not acknowledged: first ID → last ID. */
-  readonly knownBatches: ReadonlyMap<string, string>;
-  /** Records a new batch's boundaries (issued before its first attempt, not awaited); retries by itself. */
-  readonly record: (batch: Batch) => Observable<unknown>;
-  /** XACK (and forgets the recorded batch); expected to retry by itself until it succeeds or is unsubscribed. */
-  readonly ack: (ids: readonly string[]) => Observable<unknown>;
+  /** Builds the lane of webhook `index` (see `webhookLane`); `key` is its delivery-record key. */
+  readonly lane: (index: number, webhook: Webhook, key: string) => OperatorFunction<Batch, LaneResult>;
+  /** Records, marks and acknowledgements (see `DeliveryState`); each retries by itself until it lands or is unsubscribed. */
+  readonly state: Pick<DeliveryState, 'record' | 'markDone' | 'ack'>;
   readonly onUndecodable: (id: string, reason: string) => void;
   readonly onBatch?: (batch: Batch) => void;
   readonly scheduler?: SchedulerLike;
@@ -31,7 +28,7 @@ export type PipelineEvent =
 
 /**
  * Done once every lane reported a batch: the batch is passed on exactly once, when the last
- * webhook's lane finished with it (delivered or dead-lettered).
+ * webhook's lane finished with it (delivered, dead-lettered or skipped).
  */
 export const whenAllDone = (lanes: number): OperatorFunction<LaneResult, Batch> => (results$) =>
   new Observable<Batch>((subscriber) => {
@@ -49,30 +46,53 @@ export const whenAllDone = (lanes: number): OperatorFunction<LaneResult, Batch> 
     });
   });
 
+/**
+ * Makes each lane's result durable before it counts (invariant 2 of `DeliveryState`): a webhook
+ * that finished a batch is marked as having it, so that after a crash, a stop or a claim only the
+ * webhooks without the mark get it again. The last lane to finish needs no mark (the
+ * acknowledgement that follows covers it), nor does a skipped one (it is marked already).
+ */
+export const markAsDone = (lanes: number, keys: readonly string[], markDone: DeliveryState['markDone']): OperatorFunction<LaneResult, LaneResult> =>
+  (results$) =>
+    defer(() => {
+      const arrived = new Map<Batch, number>();
+      return results$.pipe(
+        mergeMap((r) => {
+          const n = (arrived.get(r.batch) ?? 0) + 1;
+          if (n === lanes) arrived.delete(r.batch);
+          else arrived.set(r.batch, n);
+          return r.outcome === 'skipped' || n === lanes ? of(r) : markDone(r.batch.first, keys[r.webhook]!).pipe(ignoreElements(), endWith(r));
+        }),
+      );
+    });
+
 type Decoded = { ok: true; entry: DecodedEntry } | { ok: false; id: string; reason: string };
-type Item = { readonly kind: 'entry'; readonly d: Decoded } | { readonly kind: 'batch'; readonly ds: readonly Decoded[] };
+type Item = { readonly kind: 'entry'; readonly d: Decoded } | { readonly kind: 'batch'; readonly ds: readonly Decoded[]; readonly record?: BatchRecord };
 
 const isOk = (d: Decoded): d is Extract<Decoded, { ok: true }> => d.ok;
 const decodeAll = (es: readonly StreamEntry[]): Decoded[] => es.map(decodeEntry);
 
 /**
- * Chunks read → decoded points → batches (replayed entries re-formed as the batches they were)
- * → one lane per webhook, in parallel → XACK once a batch is done at every webhook (with no
- * webhook, at once). Entries that do not decode are acknowledged at once (CONTRACT 4.2/4.3).
- * Completes after the source completes and every batch in flight is finished: the graceful stop.
+ * Chunks read → decoded points → batches (replayed entries re-formed as the batches they were,
+ * never mixed with live ones) → recorded → one lane per webhook, in parallel → each webhook's
+ * result marked → XACK once a batch is done at every webhook (with no webhook, at once). Entries
+ * that do not decode are acknowledged at once (CONTRACT 4.2/4.3). Completes after the source
+ * completes and every batch in flight is finished: the graceful stop.
  */
 export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadChunk>): Observable<PipelineEvent> =>
   chunks$.pipe(
-    regroup(o.knownBatches),
-    map((u): Item => (u.kind === 'entry' ? { kind: 'entry', d: decodeEntry(u.entry) } : { kind: 'batch', ds: decodeAll(u.entries) })),
+    regroup(o.maxSize),
+    map((u): Item => (u.kind === 'entry' ? { kind: 'entry', d: decodeEntry(u.entry) } : { kind: 'batch', ds: decodeAll(u.entries), ...(u.record ? { record: u.record } : {}) })),
     connect((items$) => {
+      const keys = o.webhooks.map((w, i) => webhookKey(i, w.url));
+      const acked = (b: Batch) => o.state.ack(b.first, b.ids, keys).pipe(map((): PipelineEvent => ({ kind: 'acked', ids: b.ids, reason: 'done' })));
       const undecodable$ = items$.pipe(
         // checked per item without an inner subscription: this runs for every entry read
         filter((i) => (i.kind === 'entry' ? !i.d.ok : i.ds.some((d) => !d.ok))),
         mergeMap((i) => (i.kind === 'entry' ? [i.d] : i.ds).filter((d): d is Extract<Decoded, { ok: false }> => !d.ok)),
         mergeMap((d) => {
           o.onUndecodable(d.id, d.reason);
-          return o.ack([d.id]).pipe(map((): PipelineEvent => ({ kind: 'acked', ids: [d.id], reason: 'undecodable' })));
+          return o.state.ack(d.id, [d.id], []).pipe(map((): PipelineEvent => ({ kind: 'acked', ids: [d.id], reason: 'undecodable' })));
         }),
       );
       const fresh$ = items$.pipe(
@@ -82,22 +102,22 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
         map((d) => d.entry),
         batches(o.windowMs, o.maxSize, o.scheduler),
       );
-      const replayed$ = items$.pipe(
-        filter((i): i is Extract<Item, { kind: 'batch' }> => i.kind === 'batch'),
-        map((i) => i.ds.filter(isOk).map((d) => d.entry)),
-        filter((es) => es.length > 0),
-        map(toBatch),
+      const replayed = items$.pipe(filter((i): i is Extract<Item, { kind: 'batch' }> => i.kind === 'batch'));
+      const replayed$ = replayed.pipe(
+        map((i) => ({ entries: i.ds.filter(isOk).map((d) => d.entry), record: i.record })),
+        filter((r) => r.entries.length > 0),
+        map((r) => toBatch(r.entries, r.record)),
       );
-      const acked = (b: Batch) => o.ack(b.ids).pipe(map((): PipelineEvent => ({ kind: 'acked', ids: b.ids, reason: 'done' })));
-      if (o.webhooks.length === 0) return merge(undecodable$, merge(replayed$, fresh$).pipe(mergeMap(acked)));
-      const all$ = merge(
-        replayed$,
-        // A new batch's boundaries are recorded as it goes out: the write is issued before the first
-        // attempt, but not waited for — a slow data store (e.g. busy with dead-letter writes of a
-        // failing webhook) must not delay delivery to the others. Its HDEL, sent later on the same
-        // connection, cannot overtake it.
-        fresh$.pipe(mergeMap((b) => merge(o.record(b).pipe(ignoreElements()), of(b)))),
-      ).pipe(
+      // A recorded batch of which no entry decodes: nothing to send, but its record must go.
+      const emptyRecorded$ = replayed.pipe(
+        filter((i) => i.record !== undefined && !i.ds.some(isOk)),
+        mergeMap((i) => o.state.ack(i.record!.first, [], keys).pipe(ignoreElements())),
+      );
+      if (o.webhooks.length === 0) return merge(undecodable$, emptyRecorded$, merge(replayed$, fresh$).pipe(mergeMap(acked)));
+      const all$ = merge(replayed$, fresh$).pipe(
+        // CONTRACT 4.3: a batch goes out only once its boundaries are recorded (in order, one at a time:
+        // a record is one HSET; while the data store is away nothing is read anyway).
+        concatMap((b) => (b.recorded ? of(b) : o.state.record(b.ids).pipe(ignoreElements(), endWith(b)))),
         map((b) => {
           o.onBatch?.(b);
           return b;
@@ -105,8 +125,9 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
       );
       const delivered$ = all$.pipe(
         connect((shared$) => {
-          const results$ = merge(...o.webhooks.map((w, i) => shared$.pipe(o.lane(i, w))));
+          const results$ = merge(...o.webhooks.map((w, i) => shared$.pipe(o.lane(i, w, keys[i]!))));
           return results$.pipe(
+            markAsDone(o.webhooks.length, keys, o.state.markDone),
             connect((r$) =>
               merge(
                 r$.pipe(map((result): PipelineEvent => ({ kind: 'lane', result }))),
@@ -116,6 +137,6 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
           );
         }),
       );
-      return merge(undecodable$, delivered$);
+      return merge(undecodable$, emptyRecorded$, delivered$);
     }),
   );

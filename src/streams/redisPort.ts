@@ -3,63 +3,71 @@ import { defer, map, type Observable, retry, timer } from 'rxjs';
 import { safeUrl } from '../config/urls';
 import { UPDATES_STREAM } from '../mapping/types';
 import type { Batch } from './batches';
-import { decodeAutoclaimReply, decodeReadReply } from './entries';
-import type { StreamPort } from './reader';
+import type { DeliveryState, Settled } from './deliveryState';
+import { decodeEntries, decodeReadReply } from './entries';
+import { flatRecord } from './lossMonitor';
+import type { ConsumerInfo, StreamPort } from './reader';
 
 export const groupName = (connectorId: string): string => `rest-outbound:${connectorId}`;
 export const deadLetterStream = (connectorId: string): string => `connectors:${connectorId}:deadletter`;
+export const claimLeaseKey = (connectorId: string): string => `connectors:${connectorId}:claim-lease`;
 export const DEADLETTER_MAXLEN = 10000;
 
+const num = (u: unknown): number => (typeof u === 'number' ? u : Number(u));
+
+/** `XINFO CONSUMERS` under RESP2: one flat `[name, n, pending, n, idle, ms, …]` per consumer. Total. */
+export const decodeConsumers = (u: unknown): ConsumerInfo[] =>
+  (Array.isArray(u) ? u : []).map(flatRecord).map((r) => ({ name: String(r.name), pending: num(r.pending) || 0, idleMs: num(r.idle) || 0 }));
+
 /**
- * The live StreamPort. Reads go over `blocking`, a connection of their own (a blocked
- * XREADGROUP holds its connection); replies are decoded from their RESP2 shapes.
+ * The live StreamPort. Reads and claims go over `blocking`, a connection of their own (a blocked
+ * XREADGROUP holds its connection); replies are decoded from their RESP2 shapes. Records are read
+ * through `state`.
  */
-export const redisStreamPort = (blocking: Redis, group: string, consumer: string): StreamPort => ({
-  createGroup: (start) =>
-    defer(() =>
-      blocking.call('XGROUP', 'CREATE', UPDATES_STREAM, group, start, 'MKSTREAM').catch((e: Error) => {
-        // BUSYGROUP: the group exists and is resumed where it stopped.
-        if (/BUSYGROUP/.test(e.message)) return 'exists';
-        throw e;
+export const redisStreamPort = (blocking: Redis, connectorId: string, consumer: string, state: DeliveryState): StreamPort => {
+  const group = groupName(connectorId);
+  return {
+    consumer,
+    createGroup: (start) =>
+      defer(() =>
+        blocking.call('XGROUP', 'CREATE', UPDATES_STREAM, group, start, 'MKSTREAM').catch((e: Error) => {
+          // BUSYGROUP: the group exists and is resumed where it stopped.
+          if (/BUSYGROUP/.test(e.message)) return 'exists';
+          throw e;
+        }),
+      ),
+    readOwnPending: (after, count) =>
+      defer(() => blocking.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'STREAMS', UPDATES_STREAM, after)).pipe(
+        map((reply) => decodeReadReply(reply, UPDATES_STREAM)),
+      ),
+    readNew: (count, blockMs) =>
+      defer(() =>
+        blocking.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', UPDATES_STREAM, '>'),
+      ).pipe(map((reply) => decodeReadReply(reply, UPDATES_STREAM))),
+    consumers: () => defer(() => blocking.call('XINFO', 'CONSUMERS', UPDATES_STREAM, group)).pipe(map(decodeConsumers)),
+    claimFrom: (from, minIdleMs, count) =>
+      defer(async () => {
+        const pending = (await blocking.call('XPENDING', UPDATES_STREAM, group, '-', '+', count, from)) as unknown[];
+        const ids = pending.map((p) => String((p as unknown[])[0]));
+        if (ids.length === 0) return [];
+        const claimed = (await blocking.call('XCLAIM', UPDATES_STREAM, group, consumer, minIdleMs, ...ids)) as unknown[];
+        // an entry deleted from the stream comes back as nil (Redis < 7) or not at all (Redis 7)
+        return decodeEntries(claimed.filter((c) => c !== null));
       }),
-    ),
-  readOwnPending: (after, count) =>
-    defer(() => blocking.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'STREAMS', UPDATES_STREAM, after)).pipe(
-      map((reply) => decodeReadReply(reply, UPDATES_STREAM)),
-    ),
-  readNew: (count, blockMs) =>
-    defer(() =>
-      blocking.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', UPDATES_STREAM, '>'),
-    ).pipe(map((reply) => decodeReadReply(reply, UPDATES_STREAM))),
-  claimIdle: (start, minIdleMs, count) =>
-    defer(() => blocking.call('XAUTOCLAIM', UPDATES_STREAM, group, consumer, minIdleMs, start, 'COUNT', count)).pipe(
-      map(decodeAutoclaimReply),
-    ),
-});
+    takeClaimLease: (ms) => defer(() => blocking.set(claimLeaseKey(connectorId), consumer, 'PX', ms, 'NX')).pipe(map((r) => r === 'OK')),
+    settled: () =>
+      defer(async (): Promise<Settled> => {
+        const summary = (await blocking.call('XPENDING', UPDATES_STREAM, group)) as unknown[];
+        if (num(summary[0]) > 0) return { before: String(summary[1]) };
+        const groups = ((await blocking.call('XINFO', 'GROUPS', UPDATES_STREAM)) as unknown[]).map(flatRecord);
+        return { upTo: String(groups.find((g) => g.name === group)?.['last-delivered-id'] ?? '0-0') };
+      }),
+    loadRecords: () => state.load(),
+    forgetSettled: (s) => state.forgetSettled(s),
+  };
+};
 
-/** Boundaries of batches formed and not yet acknowledged (first ID → last ID), so that a restart re-forms them. */
-export const batchesKey = (connectorId: string): string => `connectors:${connectorId}:batches`;
-
-export const loadBatches = async (redis: Redis, connectorId: string): Promise<Map<string, string>> =>
-  new Map(Object.entries(await redis.hgetall(batchesKey(connectorId))));
-
-/** HSET of a new batch's boundaries, tried again every `retryMs` while the data store is away. */
-export const recordWith = (redis: Redis, connectorId: string, retryMs: number) => (batch: { ids: readonly string[] }): Observable<unknown> =>
-  defer(() => redis.hset(batchesKey(connectorId), batch.ids[0]!, batch.ids[batch.ids.length - 1]!)).pipe(retry({ delay: () => timer(retryMs) }));
-
-/**
- * XACK and forgetting the batch's boundaries in one MULTI, tried again every `retryMs` while the
- * data store is away (until unsubscribed on stop).
- */
-export const ackWith = (redis: Redis, group: string, connectorId: string, retryMs: number) => (ids: readonly string[]): Observable<unknown> =>
-  defer(async () => {
-    const replies = await redis.multi().xack(UPDATES_STREAM, group, ...ids).hdel(batchesKey(connectorId), ids[0]!).exec();
-    const failed = replies?.find(([err]) => err !== null);
-    if (replies === null || failed !== undefined) throw failed?.[0] ?? new Error('XACK transaction aborted');
-    return replies;
-  }).pipe(retry({ delay: () => timer(retryMs) }));
-
-/** CONTRACT 4.2: fields url, webhookId, error, attempts, body; capped at MAXLEN ~ 10000. */
+/** CONTRACT 4.2: fields url (without credentials or query), webhookId, error, attempts, body; capped at MAXLEN ~ 10000. */
 export const deadLetterWith = (redis: Redis, connectorId: string, retryMs: number) =>
   (webhook: { url: string }, batch: Batch, error: string, attempts: number): Observable<unknown> =>
     defer(() =>

@@ -1,48 +1,72 @@
 import { Observable, type OperatorFunction } from 'rxjs';
+import type { BatchRecord } from './deliveryState';
 import type { StreamEntry } from './entries';
 import { compareIds } from './lossMonitor';
 import type { ReadChunk } from './reader';
 
-/** An entry to batch as usual, or entries re-delivered as the batch they were before. */
+/**
+ * A live entry, to batch as usual; or re-delivered entries (own pending, claimed) as a batch of
+ * their own: with its `record` when they were batched before (same entries, same webhook-id, and
+ * the webhooks that already have it), without one when they never went out.
+ */
 export type Unit =
   | { readonly kind: 'entry'; readonly entry: StreamEntry }
-  | { readonly kind: 'batch'; readonly entries: readonly StreamEntry[] };
+  | { readonly kind: 'batch'; readonly entries: readonly StreamEntry[]; readonly record?: BatchRecord };
 
 /**
- * Re-forms replayed entries into the batches they belonged to (`known`: first ID → last ID, as
- * recorded when each batch was formed), so that a batch delivered again after a restart carries
- * the same `webhook-id` (CONTRACT 4.2). A recorded batch may span pages of the replay; it is closed
- * at its last ID, at the first entry past it, or at the first live chunk.
+ * Re-forms replayed entries into the batches they were (CONTRACT 4.3), along the records read back
+ * with them: a recorded batch may span pages of the replay; it is closed at its last ID, at the
+ * first entry past it, or at the first live chunk. Replayed entries outside any record were never
+ * sent (a batch is recorded before it goes out): they are batched among themselves, at most
+ * `maxSize` a batch and never beyond a page, and never mixed with live entries.
  */
-export const regroup = (known: ReadonlyMap<string, string>): OperatorFunction<ReadChunk, Unit> => (chunks$) =>
+export const regroup = (maxSize: number): OperatorFunction<ReadChunk, Unit> => (chunks$) =>
   new Observable<Unit>((subscriber) => {
-    let open: { last: string; entries: StreamEntry[] } | null = null;
+    let open: { record: BatchRecord; entries: StreamEntry[] } | null = null;
+    let loose: StreamEntry[] = [];
     const close = () => {
       if (open !== null) {
-        subscriber.next({ kind: 'batch', entries: open.entries });
+        subscriber.next({ kind: 'batch', entries: open.entries, record: open.record });
         open = null;
+      }
+    };
+    const flushLoose = () => {
+      if (loose.length > 0) {
+        subscriber.next({ kind: 'batch', entries: loose });
+        loose = [];
       }
     };
     return chunks$.subscribe({
       next: (chunk) => {
+        if (!chunk.replay) {
+          close();
+          flushLoose();
+          for (const e of chunk.entries) subscriber.next({ kind: 'entry', entry: e });
+          return;
+        }
         for (const e of chunk.entries) {
-          if (open !== null && chunk.replay && compareIds(e.id, open.last) <= 0) {
+          if (open !== null && compareIds(e.id, open.record.last) <= 0) {
             open.entries.push(e);
-            if (e.id === open.last) close();
+            if (e.id === open.record.last) close();
             continue;
           }
           close();
-          const last = chunk.replay ? known.get(e.id) : undefined;
-          if (last !== undefined) {
-            open = { last, entries: [e] };
-            if (last === e.id) close();
-          } else subscriber.next({ kind: 'entry', entry: e });
+          const record = chunk.records?.get(e.id);
+          if (record !== undefined) {
+            flushLoose();
+            open = { record, entries: [e] };
+            if (record.last === e.id) close();
+          } else {
+            loose.push(e);
+            if (loose.length >= maxSize) flushLoose();
+          }
         }
-        if (!chunk.replay) close();
+        flushLoose();
       },
       error: (err) => subscriber.error(err),
       complete: () => {
         close();
+        flushLoose();
         subscriber.complete();
       },
     });

@@ -1,0 +1,119 @@
+import type { Redis } from 'ioredis';
+import { defer, map, type Observable, retry, timer } from 'rxjs';
+import { safeUrl } from '../config/urls';
+import { UPDATES_STREAM } from '../mapping/types';
+import { compareIds } from './lossMonitor';
+
+/**
+ * What must survive a crash of the push side (CONTRACT 4.3): which batches were formed from which
+ * entries, and which webhooks already have each of them. One hash per connector,
+ * `connectors:{ID}:batches`:
+ *
+ *   field `{first}`          → `{last}`   the batch of entries first..last (stream IDs) was formed
+ *   field `{first}|{webhook}` → `1`       that webhook has it (answered 2xx, or it is in its backlog)
+ *
+ * Invariants (each has a test in test/streams.deliveryState.test.ts or the push tests):
+ * 1. A batch is recorded before its first request goes out (`record` completes first), so every
+ *    batch any webhook may have seen can be re-formed with its original entries and webhook-id.
+ * 2. A webhook's mark is written before the batch can be acknowledged, so an acknowledgement
+ *    (which deletes the record and its marks in the same MULTI as the XACK) always comes last:
+ *    nothing written for a batch can land after its deletion, and no record outlives its entries.
+ * 3. After a restart, a claim or a reconnection, the records are read back (`load`): a re-formed
+ *    batch goes only to the webhooks without a mark, under its original webhook-id.
+ * 4. Records whose entries are no longer pending anywhere are forgotten (`forgetSettled`): a
+ *    record left behind (e.g. its batch was acknowledged by a replica with another configuration)
+ *    cannot pile up.
+ */
+export interface BatchRecord {
+  readonly first: string;
+  readonly last: string;
+  /** Webhook keys (see `webhookKey`) that have the batch. */
+  readonly done: ReadonlySet<string>;
+}
+
+export type BatchRecords = ReadonlyMap<string, BatchRecord>;
+
+export interface DeliveryState {
+  /** Every recorded batch not yet acknowledged, by first ID. */
+  load(): Observable<BatchRecords>;
+  /** Records a new batch's boundaries; completes once written. */
+  record(ids: readonly string[]): Observable<unknown>;
+  /** Records that the webhook `key` has the batch starting at `first`; completes once written. */
+  markDone(first: string, key: string): Observable<unknown>;
+  /** XACK of the entries, and the record `first` with every mark of it deleted, in one MULTI. */
+  ack(first: string, ids: readonly string[], keys: readonly string[]): Observable<unknown>;
+  /** Deletes records (and marks) of batches every entry of which is settled (see `Settled`). */
+  forgetSettled(settled: Settled): Observable<number>;
+}
+
+/**
+ * Entries known to be acknowledged, from one XPENDING/XINFO reading: those before the oldest
+ * pending entry, or, when nothing is pending, every entry up to the group's last delivered ID.
+ * (An entry before the oldest pending one has been delivered to the group, as the group reads in
+ * order, and is not pending: it is acknowledged. A batch recorded after the reading is made of
+ * pending or newer entries, so it is never taken for settled.)
+ */
+export type Settled = { readonly before: string } | { readonly upTo: string };
+
+const isSettled = (last: string, s: Settled): boolean =>
+  'before' in s ? compareIds(last, s.before) < 0 : compareIds(last, s.upTo) <= 0;
+
+/**
+ * A webhook as the delivery records know it: its index and its URL without user information or
+ * query (CONTRACT 4.4: "URLs are compared without user information and query"). A configuration
+ * that moves or changes a webhook makes it another webhook.
+ */
+export const webhookKey = (index: number, url: string): string => `${index} ${safeUrl(url)}`;
+
+export const batchesKey = (connectorId: string): string => `connectors:${connectorId}:batches`;
+
+/** Turns the hash into records; a mark without its record (never written so) is ignored. Total. */
+export const decodeRecords = (hash: Record<string, string>): Map<string, BatchRecord> => {
+  const records = new Map<string, { first: string; last: string; done: Set<string> }>();
+  const marks: Array<[string, string]> = [];
+  for (const [field, value] of Object.entries(hash)) {
+    const bar = field.indexOf('|');
+    if (bar < 0) records.set(field, { first: field, last: value, done: new Set() });
+    else marks.push([field.slice(0, bar), field.slice(bar + 1)]);
+  }
+  for (const [first, key] of marks) records.get(first)?.done.add(key);
+  return records;
+};
+
+/** Retries every `retryMs` while the data store is away (until unsubscribed, e.g. by the stop deadline). */
+const persist = <A>(retryMs: number, write: () => Promise<A>): Observable<A> => defer(write).pipe(retry({ delay: () => timer(retryMs) }));
+
+export const redisDeliveryState = (redis: Redis, connectorId: string, group: string, retryMs: number): DeliveryState => {
+  const key = batchesKey(connectorId);
+  /** Marks loaded for a batch that the current configuration does not know (removed webhooks): deleted with it. */
+  const loadedMarks = new Map<string, readonly string[]>();
+  return {
+    load: () =>
+      defer(() => redis.hgetall(key)).pipe(
+        map((hash) => {
+          const records = decodeRecords(hash);
+          for (const r of records.values()) if (r.done.size > 0) loadedMarks.set(r.first, [...r.done]);
+          return records;
+        }),
+      ),
+    record: (ids) => persist(retryMs, () => redis.hset(key, ids[0]!, ids[ids.length - 1]!)),
+    markDone: (first, webhook) => persist(retryMs, () => redis.hset(key, `${first}|${webhook}`, '1')),
+    ack: (first, ids, keys) =>
+      persist(retryMs, async () => {
+        const fields = new Set([first, ...keys.map((k) => `${first}|${k}`), ...(loadedMarks.get(first) ?? []).map((k) => `${first}|${k}`)]);
+        const replies = await redis.multi().xack(UPDATES_STREAM, group, ...ids).hdel(key, ...fields).exec();
+        const failed = replies?.find(([err]) => err !== null);
+        if (replies === null || failed !== undefined) throw failed?.[0] ?? new Error('XACK transaction aborted');
+        loadedMarks.delete(first);
+        return replies;
+      }),
+    forgetSettled: (settled) =>
+      defer(async () => {
+        const records = decodeRecords(await redis.hgetall(key));
+        const stale = [...records.values()].filter((r) => isSettled(r.last, settled));
+        const fields = stale.flatMap((r) => [r.first, ...[...r.done].map((k) => `${r.first}|${k}`)]);
+        if (fields.length > 0) await redis.hdel(key, ...fields);
+        return stale.length;
+      }),
+  };
+};

@@ -1,0 +1,83 @@
+import type { Redis } from 'ioredis';
+import { lastValueFrom } from 'rxjs';
+import { batchesKey, decodeRecords, redisDeliveryState, webhookKey } from '../src/streams/deliveryState';
+import { TestRedis } from './helpers/redis';
+
+/** The invariants written at the top of src/streams/deliveryState.ts, against a real Redis. */
+let redis: TestRedis;
+let client: Redis;
+beforeAll(async () => {
+  redis = await TestRedis.start();
+  client = redis.client();
+});
+afterAll(async () => {
+  client.disconnect();
+  await redis.destroy();
+});
+beforeEach(() => client.flushall());
+
+const GROUP = 'rest-outbound:c';
+const run = <A>(o: import('rxjs').Observable<A>) => lastValueFrom(o, { defaultValue: undefined as A });
+
+it('webhook keys: index and URL without user information or query', () => {
+  expect(webhookKey(2, 'https://h.example:8443/in?token=abc')).toBe('2 https://h.example:8443/in');
+  expect(webhookKey(0, 'http://h/x')).not.toBe(webhookKey(1, 'http://h/x'));
+});
+
+it('1 and 3: a recorded batch and the webhooks marked as having it are read back, for a restart, claim or reconnection', async () => {
+  const state = redisDeliveryState(client, 'c', GROUP, 50);
+  await run(state.record(['1-0', '1-1', '2-0']));
+  await run(state.record(['3-0']));
+  await run(state.markDone('1-0', webhookKey(1, 'http://b/')));
+  const records = await run(redisDeliveryState(client, 'c', GROUP, 50).load());
+  expect([...records.values()].map((r) => [r.first, r.last, [...r.done]])).toEqual([
+    ['1-0', '2-0', ['1 http://b/']],
+    ['3-0', '3-0', []],
+  ]);
+});
+
+it('2: the acknowledgement deletes the record and every mark of it (also marks of webhooks the configuration no longer has) in the MULTI with XACK', async () => {
+  await client.xgroup('CREATE', 'process:updates', GROUP, '$', 'MKSTREAM');
+  const id = (await client.xadd('process:updates', '*', 'data', '{}'))!;
+  await client.call('XREADGROUP', 'GROUP', GROUP, 'me', 'STREAMS', 'process:updates', '>');
+  const before = redisDeliveryState(client, 'c', GROUP, 50);
+  await run(before.record([id]));
+  await run(before.markDone(id, 'old webhook'));
+  const state = redisDeliveryState(client, 'c', GROUP, 50);
+  await run(state.load()); // a restart with another configuration
+  await run(state.markDone(id, '0 http://a/'));
+  await run(state.ack(id, [id], ['0 http://a/', '1 http://b/']));
+  expect(await client.hgetall(batchesKey('c'))).toEqual({});
+  expect(((await client.xpending('process:updates', GROUP)) as [number])[0]).toBe(0);
+});
+
+it('2: a mark retried while Redis is away lands before the acknowledgement that waits for it (no record outlives its batch)', async () => {
+  const state = redisDeliveryState(client, 'c', GROUP, 100);
+  await client.xgroup('CREATE', 'process:updates', GROUP, '$', 'MKSTREAM');
+  const id = (await client.xadd('process:updates', '*', 'data', '{}'))!;
+  await run(state.record([id]));
+  await redis.stop();
+  const mark = run(state.markDone(id, '0 http://a/'));
+  await new Promise((r) => setTimeout(r, 300));
+  await redis.start();
+  await mark; // the pipeline acknowledges only after this
+  await run(state.ack(id, [id], ['0 http://a/']));
+  expect(await client.hgetall(batchesKey('c'))).toEqual({});
+});
+
+it('4: records of settled batches are forgotten; those of pending or newer entries are kept', async () => {
+  const state = redisDeliveryState(client, 'c', GROUP, 50);
+  await run(state.record(['1-0', '1-5']));
+  await run(state.markDone('1-0', '0 http://a/'));
+  await run(state.record(['2-0', '2-1']));
+  await run(state.record(['3-0']));
+  expect(await run(state.forgetSettled({ before: '2-1' }))).toBe(1);
+  expect(Object.keys(await client.hgetall(batchesKey('c'))).sort()).toEqual(['2-0', '3-0']);
+  expect(await run(state.forgetSettled({ upTo: '3-0' }))).toBe(2);
+  expect(await client.hgetall(batchesKey('c'))).toEqual({});
+});
+
+it('decodes any hash: a mark without its record is ignored', () => {
+  const r = decodeRecords({ '5-0': '6-0', '5-0|0 http://a/': '1', '9-0|1 http://b/': '1' });
+  expect([...r.values()].map((x) => [x.first, x.last, [...x.done]])).toEqual([['5-0', '6-0', ['0 http://a/']]]);
+});
