@@ -2,72 +2,28 @@ import { createHmac } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { Connector, eventually } from './helpers/cli';
 import { request } from './helpers/http';
-import { Receiver } from './helpers/receiver';
+import { FAST, pendingCount as pendingCount_, pushHarness, range, seqs } from './helpers/push';
 import { freePort, TestRedis } from './helpers/redis';
 
 const pkg = require('../package.json') as { version: string };
 
 let redis: TestRedis;
 let client: Redis;
-const running: Connector[] = [];
-const receivers: Receiver[] = [];
+const h = pushHarness(() => redis, () => client);
+const { receiver, outbound, produce } = h;
 
 beforeAll(async () => {
   redis = await TestRedis.start();
   client = redis.client();
 });
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((c) => c.stop('SIGKILL')));
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
-  await client.flushall();
-});
+afterEach(() => h.cleanup());
 afterAll(async () => {
   client.disconnect();
   await redis.destroy();
 });
 
-const FAST = {
-  Webhooks__BatchWindowMilliseconds: '50',
-  Webhooks__TimeoutMilliseconds: '300',
-  Webhooks__MaxAttempts: '3',
-  Datastore__StreamPollIntervalMilliseconds: '100',
-  Datastore__ConnectionRetrySeconds: '0.2',
-  Datastore__ConfigPollIntervalMilliseconds: '200',
-};
-
-const receiver = async (answer?: Parameters<typeof Receiver.start>[0]) => {
-  const r = await Receiver.start(answer);
-  receivers.push(r);
-  return r;
-};
-
-/** Starts an outbound connector with these webhooks and waits until its pipeline reads. */
-const outbound = async (id: string, webhooks: object[], env: Record<string, string> = {}, extraConfig: object = {}) => {
-  const port = await freePort();
-  await client.set(`connectors:${id}:config`, JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], webhooks, ...extraConfig }));
-  const c = new Connector('outbound', { Id: id, ConnectionStrings__Datastore: redis.url, Datastore__ConsumerName: `${id}-a`, ...FAST, ...env });
-  running.push(c);
-  await c.waitForLog((l) => l.msg === 'push pipeline started');
-  await eventually(async () => ((await client.xinfo('GROUPS', 'process:updates')) as unknown[]).length > 0 || undefined);
-  return { c, base: `http://127.0.0.1:${port}` };
-};
-
-/** Appends entries as the inbound connector does; `seq` in data identifies each. */
-const produce = async (from: number, count: number) => {
-  const ids: string[] = [];
-  const pipe = client.pipeline();
-  for (let seq = from; seq < from + count; seq++) {
-    const point = { casdu: 1, ioa: seq, type: 36, value: seq, timestamp: new Date().toISOString(), source: 'producer', seq };
-    pipe.xadd('process:updates', '*', 'casdu', '1', 'ioa', String(seq), 'source', 'producer', 'data', JSON.stringify(point));
-  }
-  for (const [, id] of (await pipe.exec())!) ids.push(String(id));
-  return ids;
-};
-
-const seqs = (points: Array<Record<string, unknown>>) => points.map((p) => p.seq as number);
-const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
 const flat = (a: unknown[]): Record<string, unknown> => Object.fromEntries(Array.from({ length: a.length / 2 }, (_, i) => [String(a[2 * i]), a[2 * i + 1]]));
-const pendingCount = async (id: string) => ((await client.xpending('process:updates', `rest-outbound:${id}`)) as [number])[0];
+const pendingCount = (id: string) => pendingCount_(client, id);
 
 describe('push mode', () => {
   it('sends the contract headers, a verifiable Standard Webhooks signature and the points in stream order', async () => {
@@ -234,8 +190,9 @@ describe('push mode', () => {
 
   it('two processes with the same Id share the stream without duplicates', async () => {
     const r = await receiver();
-    await outbound('shared', [{ url: r.url }], { Datastore__ConsumerName: 'replica-a' });
-    await outbound('shared', [{ url: r.url }], { Datastore__ConsumerName: 'replica-b' });
+    // replicas share one configuration: any port, so that the second start rewrites the same settings
+    const a = await outbound('shared', [{ url: r.url }], { Datastore__ConsumerName: 'replica-a' }, { hostUrls: ['http://127.0.0.1:0'] });
+    const b = await outbound('shared', [{ url: r.url }], { Datastore__ConsumerName: 'replica-b' }, { hostUrls: ['http://127.0.0.1:0'] });
     for (let i = 0; i < 20; i++) {
       await produce(i * 100, 100);
       await new Promise((res) => setTimeout(res, 10));
@@ -245,6 +202,9 @@ describe('push mode', () => {
     expect(seqs(r.points()).sort((a, b) => a - b)).toEqual(range(0, 2000));
     const consumers = (await client.xinfo('CONSUMERS', 'process:updates', 'rest-outbound:shared')) as unknown[][];
     expect(consumers.map((c) => c[1]).sort()).toEqual(['replica-a', 'replica-b']);
+    // both kept running (the second start was no configuration change) and both read
+    expect([a.c.proc.exitCode, b.c.proc.exitCode]).toEqual([null, null]);
+    expect(consumers.every((c) => (c[5] as number) < 5000)).toBe(true);
   });
 
   it('Redis stopped and restarted mid-run: delivery resumes and nothing is lost', async () => {
@@ -279,7 +239,7 @@ describe('push mode', () => {
     const port = await freePort();
     await client.set('connectors:asleep:config', JSON.stringify({ isActive: false, hostUrls: [`http://127.0.0.1:${port}`], webhooks: [{ url: r.url }] }));
     const c = new Connector('outbound', { Id: 'asleep', ConnectionStrings__Datastore: redis.url, ...FAST });
-    running.push(c);
+    h.running.push(c);
     await c.waitForLog((l) => String(l.msg).endsWith('connector listening'));
     await produce(0, 10);
     await new Promise((res) => setTimeout(res, 500));

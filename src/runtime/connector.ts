@@ -11,6 +11,7 @@ import { VERSION } from '../version';
 import { connectDatastore, type Datastore } from './datastore';
 import type { Logger } from './logger';
 import { listenAll, type Listening } from './servers';
+import { onStopSignal } from './signals';
 
 export type ConnectorKind = 'outbound' | 'inbound';
 
@@ -78,23 +79,14 @@ export const runConnector = async (
   log: Logger,
   build: (ctx: ConnectorContext) => ConnectorParts,
 ): Promise<Outcome> => {
-  let signalled: (() => void) | undefined;
+  // Each signal is logged; the listener stays until the stop is over (a second one is ignored).
+  let detachSignals: () => void = () => undefined;
   const signal = new Promise<'signal'>((resolve) => {
-    signalled = () => resolve('signal');
+    detachSignals = onStopSignal((name) => {
+      log.info({ signal: name }, 'stopping');
+      resolve('signal');
+    });
   });
-  const onSignal = (name: string) => () => {
-    log.info({ signal: name }, 'stopping');
-    signalled?.();
-  };
-  const handlers = { SIGTERM: onSignal('SIGTERM'), SIGINT: onSignal('SIGINT') };
-  // `on`, not `once`: a second signal during the graceful stop must not kill the process with a
-  // non-zero status (an orchestrator or an impatient Ctrl-C may send two).
-  process.on('SIGTERM', handlers.SIGTERM);
-  process.on('SIGINT', handlers.SIGINT);
-  const detachSignals = () => {
-    process.off('SIGTERM', handlers.SIGTERM);
-    process.off('SIGINT', handlers.SIGINT);
-  };
 
   const datastore = connectDatastore(redisOptions, startup.datastore.connectionRetrySeconds, log);
   const key = configKey(startup.id);

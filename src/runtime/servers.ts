@@ -1,5 +1,5 @@
 import type { Express } from 'express';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { HostUrl } from '../config/managed';
 
@@ -10,9 +10,23 @@ export interface Listening {
   close(graceMs: number): Promise<void>;
 }
 
-const listenOne = (app: Express, host: string, port: number): Promise<Server> =>
+/** Set once a stop begins: every answer from then on closes its connection. */
+interface StopFlag {
+  stopping: boolean;
+  /** Answers under way, whose headers may not have gone out yet. */
+  readonly open: Set<ServerResponse>;
+}
+
+const listenOne = (app: Express, host: string, port: number, flag: StopFlag): Promise<Server> =>
   new Promise((resolve, reject) => {
-    const server = createServer(app);
+    const server = createServer((req, res) => {
+      if (flag.stopping) res.setHeader('Connection', 'close');
+      else {
+        flag.open.add(res);
+        res.once('close', () => flag.open.delete(res));
+      }
+      app(req, res);
+    });
     server.keepAliveTimeout = 5000;
     server.once('error', reject);
     server.listen({ host, port }, () => {
@@ -22,13 +36,13 @@ const listenOne = (app: Express, host: string, port: number): Promise<Server> =>
   });
 
 /** `*`, `+` and `[::]` mean every interface: `::` (dual stack), or `0.0.0.0` where IPv6 is off. */
-const listenUrl = async (app: Express, url: HostUrl): Promise<Server> => {
-  if (url.host !== undefined) return listenOne(app, url.host, url.port);
+const listenUrl = async (app: Express, url: HostUrl, flag: StopFlag): Promise<Server> => {
+  if (url.host !== undefined) return listenOne(app, url.host, url.port, flag);
   try {
-    return await listenOne(app, '::', url.port);
+    return await listenOne(app, '::', url.port, flag);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL') return listenOne(app, '0.0.0.0', url.port);
+    if (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL') return listenOne(app, '0.0.0.0', url.port, flag);
     throw err;
   }
 };
@@ -38,10 +52,17 @@ const describe = (s: Server): string => {
   return a.family === 'IPv6' ? `http://[${a.address}]:${a.port}` : `http://${a.address}:${a.port}`;
 };
 
+/**
+ * The graceful stop of the HTTP side: new connections are refused (the listening sockets close),
+ * idle keep-alive connections are closed at once and as soon as a busy one becomes idle, every
+ * answer from then on carries `Connection: close`, and in-flight requests finish; what is left
+ * after `graceMs` is cut.
+ */
 export const listenAll = async (app: Express, urls: readonly HostUrl[]): Promise<Listening> => {
   const servers: Server[] = [];
+  const flag: StopFlag = { stopping: false, open: new Set() };
   try {
-    for (const url of urls) servers.push(await listenUrl(app, url));
+    for (const url of urls) servers.push(await listenUrl(app, url, flag));
   } catch (err) {
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
     throw err;
@@ -49,19 +70,25 @@ export const listenAll = async (app: Express, urls: readonly HostUrl[]): Promise
   return {
     servers,
     addresses: servers.map(describe),
-    close: (graceMs) =>
-      Promise.all(
+    close: (graceMs) => {
+      flag.stopping = true;
+      for (const res of flag.open) if (!res.headersSent) res.setHeader('Connection', 'close');
+      return Promise.all(
         servers.map(
           (s) =>
             new Promise<void>((resolve) => {
               const timer = setTimeout(() => s.closeAllConnections(), graceMs);
+              // a connection whose answer was already under way when the stop began goes idle later
+              const idle = setInterval(() => s.closeIdleConnections(), 50);
               s.close(() => {
                 clearTimeout(timer);
+                clearInterval(idle);
                 resolve();
               });
               s.closeIdleConnections();
             }),
         ),
-      ).then(() => undefined),
+      ).then(() => undefined);
+    },
   };
 };
