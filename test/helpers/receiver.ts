@@ -9,7 +9,7 @@ export interface Received {
   status: number;
 }
 
-export type Answer = { status: number; headers?: Record<string, string> } | 'hang';
+export type Answer = { status: number; headers?: Record<string, string>; delayMs?: number } | 'hang';
 
 /** A webhook receiver: a node:http server whose answers are scripted per request number. */
 export class Receiver {
@@ -26,8 +26,12 @@ export class Receiver {
         self!.requests.push(r);
         const a = answer(self!.requests.length, r);
         if (a === 'hang') return;
-        r.status = a.status;
-        res.writeHead(a.status, a.headers).end();
+        const reply = () => {
+          r.status = a.status;
+          res.writeHead(a.status, a.headers).end();
+        };
+        if (a.delayMs === undefined) reply();
+        else setTimeout(reply, a.delayMs);
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
