@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { eventually } from './helpers/cli';
 import { pendingCount, pushHarness } from './helpers/push';
-import { TestRedis } from './helpers/redis';
+import { privateRedis, type TestRedis } from './helpers/redis';
 import { missing, tally } from './helpers/tally';
 
 /**
@@ -16,15 +16,11 @@ const h = pushHarness(() => redis, () => client);
 const CLAIM = { Datastore__ClaimIdleMilliseconds: '1000', Datastore__ClaimIntervalMilliseconds: '500' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-beforeAll(async () => {
-  redis = await TestRedis.start();
-  client = redis.client();
+const r = privateRedis();
+beforeAll(() => {
+  ({ redis, client } = r);
 });
 afterEach(() => h.cleanup());
-afterAll(async () => {
-  client.disconnect();
-  await redis.destroy();
-});
 
 const batchesLeft = (id: string) => client.hlen(`connectors:${id}:batches`);
 

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { Connector, eventually } from './helpers/cli';
 import { request } from './helpers/http';
 import { FAST, pendingCount as pendingCount_, pushHarness, range, seqs } from './helpers/push';
-import { freePort, TestRedis } from './helpers/redis';
+import { freePort, privateRedis, type TestRedis } from './helpers/redis';
 
 const pkg = require('../package.json') as { version: string };
 
@@ -12,15 +12,11 @@ let client: Redis;
 const h = pushHarness(() => redis, () => client);
 const { receiver, outbound, produce } = h;
 
-beforeAll(async () => {
-  redis = await TestRedis.start();
-  client = redis.client();
+const r = privateRedis();
+beforeAll(() => {
+  ({ redis, client } = r);
 });
 afterEach(() => h.cleanup());
-afterAll(async () => {
-  client.disconnect();
-  await redis.destroy();
-});
 
 const flat = (a: unknown[]): Record<string, unknown> => Object.fromEntries(Array.from({ length: a.length / 2 }, (_, i) => [String(a[2 * i]), a[2 * i + 1]]));
 const pendingCount = (id: string) => pendingCount_(client, id);

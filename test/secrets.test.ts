@@ -1,11 +1,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
 import { Connector, eventually, runCli } from './helpers/cli';
 import { postJson, request } from './helpers/http';
 import { Receiver } from './helpers/receiver';
-import { freePort, TestRedis } from './helpers/redis';
+import { freePort, privateRedis } from './helpers/redis';
 
 /**
  * No secret anywhere (CONTRACT 6.2, 6.5): both connectors and the operator commands run with
@@ -17,20 +16,11 @@ import { freePort, TestRedis } from './helpers/redis';
 const MARK = 'S3CR3T';
 const marks = Array.from({ length: 9 }, (_, i) => `${MARK}-${i}`);
 
-let redis: TestRedis;
-let client: Redis;
+const r = privateRedis();
 const dir = mkdtempSync(join(tmpdir(), 'rc-secrets-'));
 
-beforeAll(async () => {
-  redis = await TestRedis.start();
-  client = redis.client();
-});
-afterAll(async () => {
-  client.disconnect();
-  await redis.destroy();
-});
-
 it('no configured secret, key or token appears in logs, stderr, dead letters or metrics', async () => {
+  const { redis, client } = r;
   const healthy = await Receiver.start();
   const failing = await Receiver.start(() => ({ status: 503 }));
   const refusing = await Receiver.start(() => ({ status: 401 }));

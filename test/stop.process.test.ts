@@ -1,23 +1,13 @@
 import { spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
-import type { Redis } from 'ioredis';
 import { CLI, Connector, eventually } from './helpers/cli';
-import { freePort, TestRedis } from './helpers/redis';
+import { freePort, privateRedis } from './helpers/redis';
 
 /**
  * Issue 9, case 8: the inbound connector's graceful stop under keep-alive, and stop signals that
  * arrive while the process is still starting.
  */
-let redis: TestRedis;
-let client: Redis;
-beforeAll(async () => {
-  redis = await TestRedis.start();
-  client = redis.client();
-});
-afterAll(async () => {
-  client.disconnect();
-  await redis.destroy();
-});
+const r = privateRedis();
 
 /** A raw keep-alive connection: what it received, and whether the server closed it. */
 const rawConnection = (port: number) =>
@@ -32,6 +22,7 @@ const rawConnection = (port: number) =>
 const MAPPING = { name: 'm', topic: 't', casdu: 1, ioa: 1, type: 36, valuePath: 'v' };
 
 it('inbound SIGTERM: idle keep-alive connections are closed, an in-flight request finishes with Connection: close, new connections are refused, exit 0', async () => {
+  const { redis, client } = r;
   const port = await freePort();
   await client.set('connectors:stop-in:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], mappings: [MAPPING] }));
   const c = new Connector('inbound', { Id: 'stop-in', ConnectionStrings__Datastore: redis.url });

@@ -1,20 +1,10 @@
-import type { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { batchesKey, decodeRecords, redisDeliveryState, webhookKey } from '../src/streams/deliveryState';
-import { TestRedis } from './helpers/redis';
+import { privateRedis } from './helpers/redis';
 
 /** The invariants written at the top of src/streams/deliveryState.ts, against a real Redis. */
-let redis: TestRedis;
-let client: Redis;
-beforeAll(async () => {
-  redis = await TestRedis.start();
-  client = redis.client();
-});
-afterAll(async () => {
-  client.disconnect();
-  await redis.destroy();
-});
-beforeEach(() => client.flushall());
+const r = privateRedis();
+beforeEach(() => r.client.flushall());
 
 const GROUP = 'rest-outbound:c';
 const run = <A>(o: import('rxjs').Observable<A>) => lastValueFrom(o, { defaultValue: undefined as A });
@@ -25,6 +15,7 @@ it('webhook keys: index and URL without user information or query', () => {
 });
 
 it('1 and 3: a recorded batch and the webhooks marked as having it are read back, for a restart, claim or reconnection', async () => {
+  const { client } = r;
   const state = redisDeliveryState(client, 'c', GROUP, 50);
   await run(state.record(['1-0', '1-1', '2-0']));
   await run(state.record(['3-0']));
@@ -37,6 +28,7 @@ it('1 and 3: a recorded batch and the webhooks marked as having it are read back
 });
 
 it('2: the acknowledgement deletes the record and every mark of it (also marks of webhooks the configuration no longer has) in the MULTI with XACK', async () => {
+  const { client } = r;
   await client.xgroup('CREATE', 'process:updates', GROUP, '$', 'MKSTREAM');
   const id = (await client.xadd('process:updates', '*', 'data', '{}'))!;
   await client.call('XREADGROUP', 'GROUP', GROUP, 'me', 'STREAMS', 'process:updates', '>');
@@ -52,6 +44,7 @@ it('2: the acknowledgement deletes the record and every mark of it (also marks o
 });
 
 it('2: a mark retried while Redis is away lands before the acknowledgement that waits for it (no record outlives its batch)', async () => {
+  const { redis, client } = r;
   const state = redisDeliveryState(client, 'c', GROUP, 100);
   await client.xgroup('CREATE', 'process:updates', GROUP, '$', 'MKSTREAM');
   const id = (await client.xadd('process:updates', '*', 'data', '{}'))!;
@@ -66,6 +59,7 @@ it('2: a mark retried while Redis is away lands before the acknowledgement that 
 });
 
 it('4: records of settled batches are forgotten; those of pending or newer entries are kept', async () => {
+  const { client } = r;
   const state = redisDeliveryState(client, 'c', GROUP, 50);
   await run(state.record(['1-0', '1-5']));
   await run(state.markDone('1-0', '0 http://a/'));

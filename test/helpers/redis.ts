@@ -82,3 +82,21 @@ export class TestRedis {
     return c;
   }
 }
+
+/**
+ * A private redis-server for the whole test file and a client for the test's own checks, started
+ * before its first test and removed after its last: `const r = privateRedis();` then `r.redis`,
+ * `r.client` inside the tests.
+ */
+export const privateRedis = (): { redis: TestRedis; client: Redis } => {
+  const ctx = {} as { redis: TestRedis; client: Redis };
+  beforeAll(async () => {
+    ctx.redis = await TestRedis.start();
+    ctx.client = ctx.redis.client();
+  });
+  afterAll(async () => {
+    ctx.client.disconnect();
+    await ctx.redis.destroy();
+  });
+  return ctx;
+};

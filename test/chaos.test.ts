@@ -1,0 +1,33 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+
+/**
+ * The short variant of `npm run chaos` (issue 9): 20 s of every fault kind — SIGKILL, SIGTERM,
+ * configuration change, Redis SIGKILL and restart, a second replica SIGKILLed — at 400 entries/s,
+ * with a fixed seed and a short claim idle time. Every receiver must end with nothing lost,
+ * nothing twice after de-duplication by webhook-id, no id with two contents, and the healthy
+ * receiver's raw duplicates must all follow a SIGKILL.
+ */
+it('a short seeded chaos run loses nothing and duplicates nothing after de-duplication', async () => {
+  const p = spawn(process.execPath, [join(__dirname, '..', 'dist', 'chaos', 'run.js')], {
+    env: {
+      PATH: process.env.PATH ?? '', CHAOS_SECONDS: '20', CHAOS_RATE: '400', CHAOS_SEED: '42', CHAOS_CLAIM_IDLE_MS: '2000',
+      CHAOS_SETTLE_SECONDS: '90', CHAOS_FAULT_GAP_MS: '1500,3000',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  p.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const code = await new Promise((resolve) => p.on('exit', resolve));
+  const line = /^CHAOS_RESULT (.*)$/m.exec(out);
+  expect([code, line !== null]).toEqual([0, true]);
+  const result = JSON.parse(line![1]!) as { produced: number; faults: number; rows: Array<Record<string, number | string>>; pass: boolean };
+  expect(result.produced).toBeGreaterThan(5000);
+  expect(out).toMatch(/faults: sigkill [1-9]\d*, sigterm [1-9]\d*, config [1-9]\d*, redis [1-9]\d*, replica [1-9]\d*/);
+  for (const row of result.rows) {
+    expect([row.receiver, row.received, row.lost, row.duplicatesAfterDedup, row.idsWithTwoContents]).toEqual([row.receiver, result.produced, 0, 0, 0]);
+  }
+  expect(result.rows[0]).toMatchObject({ receiver: 'healthy', rawDuplicatesOther: 0, rawDuplicatesAfterTimeout: 0 });
+  expect(result.pass).toBe(true);
+}, 180000);
