@@ -1,6 +1,7 @@
 import { map, NEVER, Observable, of, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { batches, toBatch, type Batch } from '../src/streams/batches';
+import { byStreamOrder, REDRIVABLE, type BacklogItem, type BacklogReason, type LaneBacklog } from '../src/streams/backlog';
 import { webhookLane, type LaneObserver, type PostBatch, type WebhookResponse, type LaneResult } from '../src/streams/deliver';
 import type { DecodedEntry, StreamEntry } from '../src/streams/entries';
 import { pushPipeline$, type PipelineEvent } from '../src/streams/pipeline';
@@ -13,7 +14,34 @@ const entry = (id: string): DecodedEntry => ({ id, json: JSON.stringify({ v: id 
 const raw = (id: string): StreamEntry => ({ id, fields: ['casdu', '1', 'ioa', id, 'source', 's', 'data', `{"v":"${id}"}`] });
 const batchOf = (...ids: string[]): Batch => toBatch(ids.map(entry));
 const hook = (url: string): Webhook => ({ url, headers: {}, secrets: [] });
-const quiet: LaneObserver = { attempt: () => undefined, finished: () => undefined, queueDepth: () => undefined };
+const quiet: LaneObserver = { attempt: () => undefined, finished: () => undefined, queueDepth: () => undefined, status: () => undefined, redriven: () => undefined };
+
+/** An in-memory backlog: entries in append order; `pending` sorts them as the live one does. */
+const memoryBacklog = (ts?: TestScheduler) => {
+  let next = 0;
+  const entries: Array<BacklogItem & { reason: BacklogReason; error: string; body: string }> = [];
+  const log: string[] = [];
+  const backlog: LaneBacklog = {
+    append: (b, reason, error, attempts) => {
+      entries.push({ id: `${++next}-0`, webhookId: b.webhookId, attempts, reason, error, body: b.body });
+      log.push(`${b.ids.join('') || b.webhookId}:${reason}:${error}:${attempts}${ts ? `@${ts.now()}` : ''}`);
+      return of(1);
+    },
+    pending: () => of(entries.filter((e) => REDRIVABLE.has(e.reason)).map((e) => ({ id: e.id, webhookId: e.webhookId, attempts: e.attempts })).sort(byStreamOrder)),
+    fetch: (item) => of(entries.find((e) => e.id === item.id)?.body ?? null),
+    remove: (item) => {
+      entries.splice(entries.findIndex((e) => e.id === item.id), 1);
+      return of(1);
+    },
+    failedAgain: (item, error, attempts) => {
+      const e = entries.find((x) => x.id === item.id)!;
+      Object.assign(e, { error, attempts });
+      return of(1);
+    },
+    lease: () => of(true),
+  };
+  return { backlog, entries, log };
+};
 const ok: WebhookResponse = { status: 200 };
 const fail: WebhookResponse = { status: 500 };
 
@@ -67,11 +95,14 @@ const scripted = (
   latency = 5,
 ) => {
   const attempts: Array<{ batch: string; at: number }> = [];
+  /** The `v` of each request's points (what a receiver would see, also for redriven batches). */
+  const bodies: string[] = [];
   const counts = new Map<string, number>();
   const post: PostBatch = (_w, batch) => {
     const n = (counts.get(batch.webhookId) ?? 0) + 1;
     counts.set(batch.webhookId, n);
     attempts.push({ batch: batch.ids.join(''), at: ts.now() });
+    bodies.push((JSON.parse(batch.body) as { datapoints: Array<{ v: string }> }).datapoints.map((p) => p.v).join(','));
     const a = answer(batch, n);
     if (a === 'hang') return NEVER;
     const body$ = a === 'error' ? ts.createColdObservable<WebhookResponse>(`${latency}ms #`, undefined, new Error('ECONNRESET')) : ts.createColdObservable<WebhookResponse>(`${latency}ms (r|)`, { r: a });
@@ -79,11 +110,12 @@ const scripted = (
   };
   // Requests open at once: every attempt is open from its start for `latency` frames.
   const maxOpen = () => Math.max(0, ...attempts.map((a) => attempts.filter((b) => b.at <= a.at && a.at < b.at + latency).length));
-  return { post, attempts, maxOpen };
+  return { post, attempts, bodies, maxOpen };
 };
 
-const lane = (ts: TestScheduler, post: PostBatch, over: Partial<Parameters<typeof webhookLane>[0]> = {}, deadLettered: string[] = []) =>
-  webhookLane({
+const lane = (ts: TestScheduler, post: PostBatch, over: Partial<Parameters<typeof webhookLane>[0]> = {}, deadLettered: string[] = []) => {
+  const mem = memoryBacklog();
+  return webhookLane({
     index: 0,
     webhook: hook('http://a/'),
     key: '0 http://a/',
@@ -92,14 +124,21 @@ const lane = (ts: TestScheduler, post: PostBatch, over: Partial<Parameters<typeo
     maxInFlight: 4,
     queueCap: 1000,
     backoff: (n) => 100 * 2 ** (n - 1),
-    deadLetter: (_w, b, error, attempts) => {
-      deadLettered.push(`${b.ids.join('')}:${error}:${attempts}`);
-      return of(1);
+    backlog: {
+      ...mem.backlog,
+      append: (b, reason, error, attempts) => {
+        deadLettered.push(`${b.ids.join('')}:${error}:${attempts}`);
+        return mem.backlog.append(b, reason, error, attempts);
+      },
     },
+    circuitThreshold: 1000,
+    probeIntervalMs: 1000,
+    autoRedrive: false,
     observer: quiet,
     scheduler: ts,
     ...over,
   });
+};
 
 const outcome = (r: LaneResult) => `${r.batch.ids.join('')}:${r.outcome}`;
 
@@ -187,11 +226,63 @@ describe('webhook lane', () => {
     ts.run(({ cold, expectObservable }) => {
       const hookA = scripted(ts, () => ({ status: 404 }));
       const out = cold<Batch>('ab|', { a: batchOf('a'), b: batchOf('b') }).pipe(
-        lane(ts, hookA.post, { deadLetter: () => throwError(() => new Error('redis down')) }),
+        lane(ts, hookA.post, { backlog: { ...memoryBacklog().backlog, append: () => throwError(() => new Error('redis down')) } }),
         mapOutcome(),
       );
       expectObservable(out).toBe('5ms x (y|)', { x: 'a:deadlettered', y: 'b:deadlettered' });
     });
+  });
+});
+
+describe('webhook lane: circuit, probes and redrive (CONTRACT 4.4)', () => {
+  const post = (hookA: ReturnType<typeof scripted>) => hookA.post;
+  const times = (hookA: ReturnType<typeof scripted>) => hookA.attempts.map((a) => `${a.batch || '?'}@${a.at}`);
+
+  it('opens after CircuitFailureThreshold batches in a row end in the backlog; then new batches go there without attempts, and a probe goes every interval', () => {
+    const ts = newScheduler();
+    const mem = memoryBacklog(ts);
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, () => fail);
+      const src = cold<Batch>('a 9ms b 9ms c', { a: batchOf('1-0'), b: batchOf('2-0'), c: batchOf('3-0') });
+      const out = src.pipe(lane(ts, post(hookA), { maxAttempts: 1, circuitThreshold: 2, backlog: mem.backlog }), mapOutcome());
+      expectObservable(out, '^ 2500ms !').toBe('5ms x 9ms y 4ms z', { x: '1-0:deadlettered', y: '2-0:deadlettered', z: '3-0:deadlettered' });
+      ts.flush();
+      // probes (one request each, the oldest entry) at 15 + 1000, then 1000 after each ends
+      expect(hookA.attempts.map((a) => `${a.batch || 'probe'}@${a.at}`)).toEqual(['1-0@0', '2-0@10', 'probe@1015', 'probe@2020']);
+    });
+    expect(mem.log).toEqual(['1-0:exhausted:HTTP 500 after 1 attempts:1@5', '2-0:exhausted:HTTP 500 after 1 attempts:1@15', '3-0:circuit:circuit open:0@20']);
+    // the probed entry failed again: it stays, its attempts grown
+    expect(mem.entries.map((e) => [e.webhookId, e.attempts])).toEqual([['1-0_1-0', 3], ['2-0_2-0', 1], ['3-0_3-0', 0]]);
+  });
+
+  it('a probe answered 2xx closes the circuit; the backlog is redriven oldest first; new batches go out live once it is empty', () => {
+    const ts = newScheduler();
+    const mem = memoryBacklog(ts);
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, () => (ts.now() < 1500 ? fail : ok));
+      const src = cold<Batch>('a 99ms b 2899ms c|', { a: batchOf('1-0'), b: batchOf('2-0'), c: batchOf('3-0') });
+      const out = src.pipe(lane(ts, post(hookA), { maxAttempts: 1, circuitThreshold: 1, autoRedrive: true, backlog: mem.backlog }), mapOutcome());
+      expectObservable(out).toBe('5ms x 94ms y 2899ms 5ms (z|)', { x: '1-0:deadlettered', y: '2-0:deadlettered', z: '3-0:delivered' });
+      ts.flush();
+      expect(times(hookA)).toEqual(['1-0@0', '?@1005', '?@2010', '?@2015', '3-0@3000']);
+      expect(hookA.bodies).toEqual(['1-0', '1-0', '1-0', '2-0', '3-0']);
+    });
+    expect(mem.entries).toEqual([]);
+  });
+
+  it('redrives entries left by an earlier run in stream order, whatever order they were dead-lettered in; refused ones stay; new batches queue behind', () => {
+    const ts = newScheduler();
+    const mem = memoryBacklog(ts);
+    for (const [id, reason] of [['3-0', 'exhausted'], ['0-5', 'refused'], ['1-0', 'overflow'], ['2-0', 'circuit']] as const) mem.backlog.append(batchOf(id), reason, 'earlier', 1);
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, () => ok);
+      const src = cold<Batch>('--a 27ms b|', { a: batchOf('4-0'), b: batchOf('5-0') });
+      const out = src.pipe(lane(ts, post(hookA), { maxInFlight: 1, autoRedrive: true, backlog: mem.backlog }), mapOutcome());
+      expectObservable(out).toBe('--x 32ms (y|)', { x: '4-0:deadlettered', y: '5-0:delivered' });
+      ts.flush();
+      expect(hookA.bodies.map((b, i) => `${b}@${hookA.attempts[i]!.at}`)).toEqual(['1-0@0', '2-0@5', '3-0@10', '4-0@15', '5-0@30']);
+    });
+    expect(mem.entries.map((e) => [e.webhookId, e.reason])).toEqual([['0-5_0-5', 'refused']]);
   });
 });
 

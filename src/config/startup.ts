@@ -28,6 +28,11 @@ export interface StartupSettings {
     readonly maxInFlight: number;
     /** How long a graceful stop waits for in-flight deliveries (CONTRACT 4.3). */
     readonly stopTimeoutMilliseconds: number;
+    /** CONTRACT 4.4: circuit, probes, redrive and the backlog's cap. */
+    readonly circuitFailureThreshold: number;
+    readonly probeIntervalSeconds: number;
+    readonly autoRedrive: boolean;
+    readonly deadLetterMaxLength: number;
   };
   readonly http: { readonly maxBodyBytes: number };
   readonly apiKeys: readonly string[];
@@ -81,6 +86,10 @@ export const PARAMETERS = {
   maxAttempts: 'Webhooks:MaxAttempts',
   maxInFlight: 'Webhooks:MaxInFlight',
   stopTimeoutMilliseconds: 'Webhooks:StopTimeoutMilliseconds',
+  circuitFailureThreshold: 'Webhooks:CircuitFailureThreshold',
+  probeIntervalSeconds: 'Webhooks:ProbeIntervalSeconds',
+  autoRedrive: 'Webhooks:AutoRedrive',
+  deadLetterMaxLength: 'Webhooks:DeadLetterMaxLength',
   maxBodyBytes: 'Http:MaxBodyBytes',
   apiKeys: 'Authentication:ApiKeys',
 } as const;
@@ -145,6 +154,10 @@ export const loadStartupSettings = (
       maxAttempts: get(param(raw, P.maxAttempts, positiveInt, 5), 5),
       maxInFlight: get(param(raw, P.maxInFlight, positiveInt, 4), 4),
       stopTimeoutMilliseconds: get(param(raw, P.stopTimeoutMilliseconds, stopTimeout, 8000), 8000),
+      circuitFailureThreshold: get(param(raw, P.circuitFailureThreshold, positiveInt, 3), 3),
+      probeIntervalSeconds: get(param(raw, P.probeIntervalSeconds, positiveNumber, 5), 5),
+      autoRedrive: get(param(raw, P.autoRedrive, bool, true), true),
+      deadLetterMaxLength: get(param(raw, P.deadLetterMaxLength, positiveInt, 100000), 100000),
     },
     http: { maxBodyBytes: get(param(raw, P.maxBodyBytes, positiveInt, 1048576), 1048576) },
     apiKeys: get(param(raw, P.apiKeys, keyList, []), []),

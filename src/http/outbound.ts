@@ -156,6 +156,15 @@ export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
   } },
 ];
 
+/** CONTRACT 4.4: `GET /api/webhooks`, the delivery status of every configured webhook. */
+export const webhooksRoute = (board: () => readonly object[]): DataRoute => ({
+  method: 'get',
+  path: '/api/webhooks',
+  handler: (_req, res) => {
+    sendJsonText(res, 200, JSON.stringify({ webhooks: board() }));
+  },
+});
+
 export const dataPointSchema = {
   type: 'object',
   required: ['casdu', 'ioa', 'type', 'value', 'timestamp', 'source'],
@@ -172,6 +181,17 @@ export const dataPointSchema = {
 
 export const outboundOpenApi: OpenApiPart = {
   paths: {
+    '/api/webhooks': {
+      get: {
+        operationId: 'getWebhooks',
+        summary: 'Delivery status of every configured webhook: state, failures, in flight, queued, backlog',
+        responses: {
+          '200': { description: 'one entry per webhook, in configuration order', content: { 'application/json': { schema: { $ref: '#/components/schemas/WebhookStatusList' } } } },
+          '401': problem('API keys are configured and none valid was given'),
+          '503': problem('connector inactive'),
+        },
+      },
+    },
     '/api/datapoints': {
       get: {
         operationId: 'getDataPoints',
@@ -214,6 +234,30 @@ export const outboundOpenApi: OpenApiPart = {
     },
   },
   schemas: {
+    WebhookStatusList: {
+      type: 'object', required: ['webhooks'],
+      properties: {
+        webhooks: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['index', 'host', 'state', 'consecutiveFailures', 'lastSuccessAt', 'lastFailureAt', 'lastError', 'inFlight', 'queued', 'backlog'],
+            properties: {
+              index: { type: 'integer', minimum: 0 },
+              host: { type: 'string', description: 'host and port of the URL; never the full URL, query, header or secret' },
+              state: { type: 'string', enum: ['healthy', 'retrying', 'open', 'redriving'] },
+              consecutiveFailures: { type: 'integer', minimum: 0, description: 'batches in a row that ended in the backlog' },
+              lastSuccessAt: { type: ['string', 'null'], format: 'date-time' },
+              lastFailureAt: { type: ['string', 'null'], format: 'date-time' },
+              lastError: { type: ['string', 'null'] },
+              inFlight: { type: 'integer', minimum: 0 },
+              queued: { type: 'integer', minimum: 0 },
+              backlog: { type: 'integer', minimum: 0, description: 'batches waiting to be redriven' },
+            },
+          },
+        },
+      },
+    },
     DataPoint: dataPointSchema,
     DataPointList: { type: 'object', required: ['datapoints'], properties: { datapoints: { type: 'array', items: { $ref: '#/components/schemas/DataPoint' } } } },
   },

@@ -1,27 +1,26 @@
 import { defer, EMPTY, exhaustMap, from, interval, mergeMap, type Observable, catchError, concat, tap, ignoreElements, retry, timer } from 'rxjs';
 import type { Webhook } from '../config/managed';
-import { safeUrl, urlHost } from '../config/urls';
-import { outboundOpenApi, outboundRoutes } from '../http/outbound';
-import { webhookLane, exponentialBackoff, QUEUE_CAP, type AttemptResult, type LaneObserver } from '../streams/deliver';
+import { urlHost } from '../config/urls';
+import { outboundOpenApi, outboundRoutes, webhooksRoute } from '../http/outbound';
+import { redisBacklog } from '../streams/backlog';
+import { webhookLane, exponentialBackoff, QUEUE_CAP } from '../streams/deliver';
 import { readGroupHealth, makeLossTracker } from '../streams/lossMonitor';
 import { pushPipeline$ } from '../streams/pipeline';
 import { readUpdates$ } from '../streams/reader';
 import { redisDeliveryState } from '../streams/deliveryState';
-import { deadLetterWith, groupName, redisStreamPort } from '../streams/redisPort';
+import { groupName, redisStreamPort } from '../streams/redisPort';
 import { axiosPostBatch } from '../streams/webhookClient';
 import { VERSION } from '../version';
 import type { Background, ConnectorContext, ConnectorParts } from './connector';
 import { connectDatastore } from './datastore';
+import { laneObserver, makeStatusBoard, type WebhookStatus } from './webhookStatus';
 
 /** A webhook as logs and metric labels show it: index and host, never the full URL or headers. */
 export const webhookHost = (w: Webhook): string => urlHost(w.url);
 
-const resultLabel = (r: AttemptResult): string =>
-  r.status !== undefined ? `${Math.floor(r.status / 100)}xx` : r.ok ? '2xx' : /timeout/.test(r.reason) ? 'timeout' : 'network';
-
 const LOSS_CHECK_MS = 5000;
 
-const startPush = (ctx: ConnectorContext): Background => {
+const startPush = (ctx: ConnectorContext, board: WebhookStatus[]): Background => {
   const { startup, settings, metrics } = ctx;
   const log = ctx.log.child({ component: 'push' });
   const retryMs = Math.round(startup.datastore.connectionRetrySeconds * 1000);
@@ -57,26 +56,17 @@ const startPush = (ctx: ConnectorContext): Background => {
     }),
   );
 
-  const observerFor = (index: number, w: Webhook): LaneObserver => {
-    const host = webhookHost(w);
-    const labels = { webhook: String(index), host };
-    return {
-      attempt: (r, n, seconds, willRetry) => {
-        metrics.attempts.inc({ ...labels, result: resultLabel(r) });
-        metrics.deliveryLatency.observe(labels, seconds);
-        if (!r.ok) log.warn({ webhook: index, host, status: r.status, reason: r.reason, attempt: n, willRetry }, 'webhook attempt failed');
+  const backlogs = settings.webhooks.map((w, index) =>
+    redisBacklog({
+      redis, connectorId: startup.id, consumer: startup.datastore.consumerName, index, url: w.url,
+      maxLength: startup.webhooks.deadLetterMaxLength, retryMs,
+      leaseMs: Math.max(10_000, Math.round(startup.webhooks.probeIntervalSeconds * 3000)),
+      onDropped: (item) => {
+        metrics.deadLetterDropped.inc({ webhook: String(index), host: webhookHost(w) });
+        log.error({ webhook: index, host: webhookHost(w), webhookId: item.webhookId, deadLetterId: item.id }, 'a backlog batch was trimmed by Webhooks:DeadLetterMaxLength before it was delivered');
       },
-      finished: (batch, outcome, attempts, reason) => {
-        metrics.deliveries.inc({ ...labels, outcome });
-        if (outcome === 'deadlettered') {
-          const kind = attempts === 0 ? 'overflow' : /after \d+ attempts$/.test(reason ?? '') ? 'exhausted' : 'rejected';
-          metrics.deadLettered.inc({ ...labels, reason: kind });
-          log.error({ webhook: index, url: safeUrl(w.url), reason, attempts, webhookId: batch.webhookId, points: batch.size }, 'batch dead-lettered');
-        }
-      },
-      queueDepth: (d) => metrics.queueDepth.set(labels, d),
-    };
-  };
+    }),
+  );
 
   const entries$ = from(reader.ready()).pipe(
     mergeMap(() => concat(checkLoss$, readUpdates$(port, {
@@ -113,8 +103,11 @@ const startPush = (ctx: ConnectorContext): Background => {
           maxInFlight: startup.webhooks.maxInFlight,
           queueCap: QUEUE_CAP,
           backoff: exponentialBackoff(),
-          deadLetter: deadLetterWith(redis, startup.id, retryMs),
-          observer: observerFor(index, webhook),
+          backlog: backlogs[index]!,
+          circuitThreshold: startup.webhooks.circuitFailureThreshold,
+          probeIntervalMs: Math.round(startup.webhooks.probeIntervalSeconds * 1000),
+          autoRedrive: startup.webhooks.autoRedrive,
+          observer: laneObserver(index, webhook, { log, metrics, board, backlogSize: () => backlogs[index]!.size() }),
         }),
       state: {
         record: state.record,
@@ -162,14 +155,20 @@ const startPush = (ctx: ConnectorContext): Background => {
   };
 };
 
-export const buildOutbound = (ctx: ConnectorContext): ConnectorParts => ({
-  dataRoutes: outboundRoutes({
-    redis: ctx.datastore.client,
-    isConnected: ctx.datastore.isConnected,
-    log: ctx.log.child({ component: 'pull' }),
-    metrics: ctx.metrics,
-  }),
-  openapi: outboundOpenApi,
-  // CONTRACT 2: an inactive outbound connector neither reads nor acknowledges the stream.
-  ...(ctx.settings.isActive ? { start: () => startPush(ctx) } : {}),
-});
+export const buildOutbound = (ctx: ConnectorContext): ConnectorParts => {
+  const board = makeStatusBoard(ctx.settings.webhooks);
+  return {
+    dataRoutes: [
+      ...outboundRoutes({
+        redis: ctx.datastore.client,
+        isConnected: ctx.datastore.isConnected,
+        log: ctx.log.child({ component: 'pull' }),
+        metrics: ctx.metrics,
+      }),
+      webhooksRoute(() => board),
+    ],
+    openapi: outboundOpenApi,
+    // CONTRACT 2: an inactive outbound connector neither reads nor acknowledges the stream.
+    ...(ctx.settings.isActive ? { start: () => startPush(ctx, board) } : {}),
+  };
+};

@@ -1,8 +1,10 @@
 import {
-  asyncScheduler, catchError, defer, finalize, map, mergeMap, type Observable, of, type SchedulerLike, timer,
+  asyncScheduler, catchError, concat, defer, finalize, from, ignoreElements, map, merge, mergeMap, type Observable, of, type SchedulerLike,
+  Subject, take, takeUntil, takeWhile, timer,
 } from 'rxjs';
 import type { Webhook } from '../config/managed';
 import type { Batch } from './batches';
+import { REDRIVABLE, type BacklogItem, type BacklogReason, type LaneBacklog } from './backlog';
 import { makeLimiter } from './limiter';
 
 /** What a webhook answered. A timeout or network failure is an error of the observable instead. */
@@ -56,11 +58,25 @@ export interface LaneResult {
   readonly outcome: LaneOutcome;
 }
 
-/** Hooks for logs and metrics, called at the edge; the lane itself never logs. */
+/** The state of a webhook as `GET /api/webhooks` and `webhook_state` show it (CONTRACT 4.4). */
+export type WebhookState = 'healthy' | 'retrying' | 'open' | 'redriving';
+
+/** Hooks for logs, metrics and the delivery status, called at the edge; the lane itself never logs. */
 export interface LaneObserver {
   attempt(result: AttemptResult, attempt: number, seconds: number, willRetry: boolean): void;
-  finished(batch: Batch, outcome: LaneOutcome, attempts: number, reason?: string): void;
+  finished(batch: Batch, outcome: LaneOutcome, attempts: number, reason?: string, backlogReason?: BacklogReason): void;
   queueDepth(depth: number): void;
+  /** Every change of state, in-flight requests or consecutive failures. */
+  status(s: LaneStatus): void;
+  /** A backlog entry redriven (or probed): delivered, or failed again. */
+  redriven(webhookId: string, delivered: boolean, reason?: string): void;
+}
+
+export interface LaneStatus {
+  readonly state: WebhookState;
+  readonly consecutiveFailures: number;
+  readonly inFlight: number;
+  readonly queued: number;
 }
 
 export interface LaneOptions {
@@ -71,11 +87,14 @@ export interface LaneOptions {
   readonly post: PostBatch;
   readonly maxAttempts: number;
   readonly maxInFlight: number;
-  /** Batches accepted and not yet finished; beyond it a batch is dead-lettered at once. */
+  /** Batches accepted and not yet finished; beyond it a batch goes to the backlog at once. */
   readonly queueCap: number;
   readonly backoff: (attempt: number) => number;
-  /** Appends to the dead-letter stream; its errors are caught by the lane. */
-  readonly deadLetter: (webhook: Webhook, batch: Batch, error: string, attempts: number) => Observable<unknown>;
+  readonly backlog: LaneBacklog;
+  /** Batches in a row ending in the backlog as exhausted or refused that open the circuit. */
+  readonly circuitThreshold: number;
+  readonly probeIntervalMs: number;
+  readonly autoRedrive: boolean;
   readonly observer: LaneObserver;
   readonly scheduler?: SchedulerLike;
 }
@@ -83,67 +102,228 @@ export interface LaneOptions {
 export const QUEUE_CAP = 1000;
 
 /**
- * One webhook's lane: every batch gets its first attempt in stream order, with at most
- * `maxInFlight` requests open; a batch waiting to be retried holds no request slot, so it never
- * holds back later batches. Every error is caught here, per batch: the lane never errors.
+ * One webhook's lane (CONTRACT 4.2, 4.4). Every batch gets its first attempt in stream order,
+ * with at most `maxInFlight` requests open; a batch waiting to be retried holds no request slot,
+ * so it never holds back later batches. A batch that exhausts its attempts, is refused or
+ * overflows the queue goes to the webhook's backlog. After `circuitThreshold` batches in a row end
+ * there as exhausted or refused, the circuit opens: new batches go straight to the backlog and the
+ * oldest backlog entry is sent as a probe every `probeIntervalMs`, until one answers 2xx. While
+ * the circuit is closed and the backlog holds redrivable entries, they are re-sent oldest first,
+ * and new batches join the end of the backlog instead of overtaking it, so that first attempts
+ * reach the receiver in stream order. Every error is caught here, per batch: the lane never
+ * errors, and other webhooks never notice any of it.
  */
 export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Observable<LaneResult> =>
   defer(() => {
     const scheduler = o.scheduler ?? asyncScheduler;
     const limiter = makeLimiter(o.maxInFlight);
     let depth = 0;
+    let waitingRetry = 0;
+    let failures = 0;
+    let open = false;
+    /**
+     * Redrivable entries may wait in the backlog: set by appends, cleared by an empty scan. Unknown
+     * at the start (a previous run may have left some): true until the first scan says otherwise.
+     */
+    let backlogWaits = o.autoRedrive;
+    /** Appends since the redrive's last scan began: an empty scan only counts when none came meanwhile. */
+    let appendsSinceScan = 0;
+    let redriving = false;
+    const wake$ = new Subject<void>();
+    const done$ = new Subject<void>();
     const result = (batch: Batch, outcome: LaneOutcome): LaneResult => ({ webhook: o.index, batch, outcome });
+    const state = (): WebhookState =>
+      open ? 'open' : redriving || (o.autoRedrive && backlogWaits) ? 'redriving' : waitingRetry > 0 ? 'retrying' : 'healthy';
+    const report = () => o.observer.status({ state: state(), consecutiveFailures: failures, inFlight: limiter.active(), queued: depth });
+    /** A batch that ended in the backlog as exhausted or refused counts toward the circuit; a 2xx resets it. */
+    const failed = () => {
+      failures++;
+      if (failures >= o.circuitThreshold && !open) {
+        open = true;
+        wake$.next();
+      }
+      report();
+    };
+    const succeeded = () => {
+      failures = 0;
+      report();
+    };
 
-    const deadLetter$ = (batch: Batch, reason: string, attempts: number): Observable<LaneResult> =>
-      defer(() => o.deadLetter(o.webhook, batch, reason, attempts)).pipe(
+    const toBacklog$ = (batch: Batch, reason: BacklogReason, error: string, attempts: number): Observable<LaneResult> =>
+      defer(() => o.backlog.append(batch, reason, error, attempts)).pipe(
         catchError(() => of(null)),
         map(() => {
-          o.observer.finished(batch, 'deadlettered', attempts, reason);
+          if (REDRIVABLE.has(reason)) {
+            backlogWaits = true;
+            appendsSinceScan++;
+            wake$.next();
+          }
+          o.observer.finished(batch, 'deadlettered', attempts, error, reason);
           return result(batch, 'deadlettered');
         }),
       );
 
-    const attempt$ = (batch: Batch, n: number): Observable<LaneResult> => {
+    /** One request in a slot; the answer classified. */
+    const send$ = (batch: Batch): Observable<{ r: AttemptResult; seconds: number }> => {
       let started = 0;
-      return limiter
-        .run(
-          defer(() => {
-            started = scheduler.now();
-            return o.post(o.webhook, batch);
-          }).pipe(
-            map((r) => classifyResponse(r, scheduler.now())),
-            catchError((err: unknown) => of(classifyError(err))),
-          ),
-        )
-        .pipe(
-          mergeMap((r) => {
-            const willRetry = !r.ok && r.retryable && n < o.maxAttempts;
-            o.observer.attempt(r, n, (scheduler.now() - started) / 1000, willRetry);
-            if (r.ok) {
-              o.observer.finished(batch, 'delivered', n);
-              return of(result(batch, 'delivered'));
-            }
-            if (willRetry) {
-              const wait = r.retryAfterMs ?? o.backoff(n);
-              return timer(wait, scheduler).pipe(mergeMap(() => attempt$(batch, n + 1)));
-            }
-            return deadLetter$(batch, r.retryable ? `${r.reason} after ${n} attempts` : r.reason, n);
-          }),
-        );
+      return limiter.run(
+        defer(() => {
+          started = scheduler.now();
+          report();
+          return o.post(o.webhook, batch);
+        }).pipe(
+          map((answer) => classifyResponse(answer, scheduler.now())),
+          catchError((err: unknown) => of(classifyError(err))),
+          map((r) => ({ r, seconds: (scheduler.now() - started) / 1000 })),
+          finalize(report),
+        ),
+      );
     };
 
-    return batches$.pipe(
+    /** Attempts with the usual retries; ends delivered, or failed with the reason and attempts. */
+    const attempts$ = (batch: Batch, n: number): Observable<{ ok: true } | { ok: false; retryable: boolean; error: string; attempts: number }> =>
+      send$(batch).pipe(
+        mergeMap(({ r, seconds }) => {
+          const willRetry = !r.ok && r.retryable && n < o.maxAttempts;
+          o.observer.attempt(r, n, seconds, willRetry);
+          if (r.ok) return of({ ok: true as const });
+          if (willRetry) {
+            waitingRetry++;
+            report();
+            return timer(r.retryAfterMs ?? o.backoff(n), scheduler).pipe(
+              mergeMap(() => {
+                waitingRetry--;
+                return attempts$(batch, n + 1);
+              }),
+            );
+          }
+          return of({ ok: false as const, retryable: r.retryable, error: r.retryable ? `${r.reason} after ${n} attempts` : r.reason, attempts: n });
+        }),
+      );
+
+    const live$ = (batch: Batch): Observable<LaneResult> =>
+      attempts$(batch, 1).pipe(
+        mergeMap((end) => {
+          if (end.ok) {
+            succeeded();
+            o.observer.finished(batch, 'delivered', 1);
+            return of(result(batch, 'delivered'));
+          }
+          failed();
+          return toBacklog$(batch, end.retryable ? 'exhausted' : 'refused', end.error, end.attempts);
+        }),
+      );
+
+    // --- redrive and probes -------------------------------------------------------------------
+
+    const asBatch = (item: BacklogItem, body: string): Batch => ({
+      webhookId: item.webhookId, first: item.webhookId.split('_')[0] ?? item.id, ids: [], body, size: 0, recorded: true, done: new Set(),
+    });
+
+    /** One backlog entry re-sent: with the usual retries (redrive), or one request (probe). */
+    const redriveOne$ = (item: BacklogItem, probe: boolean): Observable<boolean | null> =>
+      o.backlog.fetch(item).pipe(
+        mergeMap((body) => {
+          if (body === null) return of(null); // gone meanwhile (a replica, an operator, the cap): nothing to send
+          const batch = asBatch(item, body);
+          type End = { ok: true } | { ok: false; error: string; attempts: number };
+          const end$: Observable<End> = probe
+            ? send$(batch).pipe(map(({ r, seconds }): End => {
+                o.observer.attempt(r, item.attempts + 1, seconds, false);
+                return r.ok ? { ok: true } : { ok: false, error: r.reason, attempts: 1 };
+              }))
+            : attempts$(batch, 1);
+          return end$.pipe(
+            mergeMap((end) => {
+              o.observer.redriven(item.webhookId, end.ok, end.ok ? undefined : end.error);
+              if (end.ok) {
+                succeeded();
+                return o.backlog.remove(item).pipe(map(() => true));
+              }
+              failed();
+              return o.backlog.failedAgain(item, end.error, item.attempts + end.attempts).pipe(map(() => false));
+            }),
+          );
+        }),
+        catchError(() => of(false)),
+      );
+
+    /** While the circuit is open: every probe interval, the oldest redrivable entry, once. */
+    const probe$ = (): Observable<unknown> =>
+      timer(o.probeIntervalMs, scheduler).pipe(
+        mergeMap(() => o.backlog.lease()),
+        mergeMap((held) => (held ? o.backlog.pending() : of([] as BacklogItem[]))),
+        mergeMap((items) => (items.length === 0 ? of(false) : redriveOne$(items[0]!, true))),
+        map((delivered) => {
+          if (delivered === true && open) {
+            open = false;
+            report();
+          }
+        }),
+        catchError(() => of(null)),
+      );
+
+    /**
+     * One pass over the backlog: read it (every replica does, to know whether new batches must
+     * queue behind it); send it oldest first, `maxInFlight` at a time, until it is empty or the
+     * circuit opens — only with the lease, else wait for the replica that holds it.
+     */
+    const pass$ = (): Observable<unknown> =>
+      defer(() => {
+        appendsSinceScan = 0;
+        return o.backlog.pending();
+      }).pipe(
+        mergeMap((items) => {
+          if (items.length === 0) {
+            if (appendsSinceScan === 0) {
+              backlogWaits = false;
+              report();
+            }
+            return of(null);
+          }
+          return o.backlog.lease().pipe(
+            mergeMap((held) => {
+              if (!held) return timer(o.probeIntervalMs, scheduler);
+              redriving = true;
+              report();
+              return from(items).pipe(
+                takeWhile(() => !open),
+                mergeMap((item) => redriveOne$(item, false), o.maxInFlight),
+                finalize(() => {
+                  redriving = false;
+                  report();
+                }),
+              );
+            }),
+          );
+        }),
+        ignoreElements(),
+        catchError(() => timer(o.probeIntervalMs, scheduler)),
+      );
+
+    const redrive$ = defer(function step(): Observable<unknown> {
+      const next$ = open ? probe$() : o.autoRedrive && backlogWaits ? pass$() : wake$.pipe(take(1));
+      return concat(next$.pipe(ignoreElements()), defer(step));
+    }).pipe(takeUntil(done$), ignoreElements());
+
+    const lane$ = batches$.pipe(
       mergeMap((batch) => {
         if (batch.done.has(o.key)) return of(result(batch, 'skipped'));
-        if (depth >= o.queueCap) return deadLetter$(batch, `queue full (${o.queueCap} batches)`, 0);
+        // CONTRACT 4.4: an open circuit, or older backlog entries waiting, send new batches to the backlog
+        if (open) return toBacklog$(batch, 'circuit', 'circuit open', 0);
+        if (o.autoRedrive && backlogWaits) return toBacklog$(batch, 'circuit', 'older batches wait in the backlog', 0);
+        if (depth >= o.queueCap) return toBacklog$(batch, 'overflow', `queue full (${o.queueCap} batches)`, 0);
         depth++;
         o.observer.queueDepth(depth);
-        return attempt$(batch, 1).pipe(
+        return live$(batch).pipe(
           finalize(() => {
             depth--;
             o.observer.queueDepth(depth);
           }),
         );
       }),
+      finalize(() => done$.next()),
     );
+    report();
+    return merge(lane$, redrive$) as Observable<LaneResult>;
   });

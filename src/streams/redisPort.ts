@@ -1,17 +1,13 @@
 import type { Redis } from 'ioredis';
-import { defer, map, type Observable, retry, timer } from 'rxjs';
-import { safeUrl } from '../config/urls';
+import { defer, map } from 'rxjs';
 import { UPDATES_STREAM } from '../mapping/types';
-import type { Batch } from './batches';
 import type { DeliveryState, Settled } from './deliveryState';
 import { decodeEntries, decodeReadReply } from './entries';
 import { flatRecord } from './lossMonitor';
 import type { ConsumerInfo, StreamPort } from './reader';
 
 export const groupName = (connectorId: string): string => `rest-outbound:${connectorId}`;
-export const deadLetterStream = (connectorId: string): string => `connectors:${connectorId}:deadletter`;
 export const claimLeaseKey = (connectorId: string): string => `connectors:${connectorId}:claim-lease`;
-export const DEADLETTER_MAXLEN = 10000;
 
 const num = (u: unknown): number => (typeof u === 'number' ? u : Number(u));
 
@@ -66,15 +62,3 @@ export const redisStreamPort = (blocking: Redis, connectorId: string, consumer: 
     forgetSettled: (s) => state.forgetSettled(s),
   };
 };
-
-/** CONTRACT 4.2: fields url (without credentials or query), webhookId, error, attempts, body; capped at MAXLEN ~ 10000. */
-export const deadLetterWith = (redis: Redis, connectorId: string, retryMs: number) =>
-  (webhook: { url: string }, batch: Batch, error: string, attempts: number): Observable<unknown> =>
-    defer(() =>
-      redis.xadd(
-        deadLetterStream(connectorId), 'MAXLEN', '~', String(DEADLETTER_MAXLEN), '*',
-        'url', safeUrl(webhook.url), 'webhookId', batch.webhookId, 'error', error, 'attempts', String(attempts), 'body', batch.body,
-      ),
-      // Tried until it lands (or the stop deadline cuts it): a batch whose dead-letter entry is not
-      // written is not acknowledged, so it stays pending rather than being lost.
-    ).pipe(retry({ delay: () => timer(retryMs) }));

@@ -1,0 +1,93 @@
+import type { Webhook } from '../config/managed';
+import { safeUrl, urlHost } from '../config/urls';
+import type { Metrics } from '../http/metrics';
+import type { BacklogReason } from '../streams/backlog';
+import type { AttemptResult, LaneObserver, LaneStatus, WebhookState } from '../streams/deliver';
+import type { Logger } from './logger';
+
+/** One webhook as `GET /api/webhooks` shows it (CONTRACT 4.4): never a full URL, query, header or secret. */
+export interface WebhookStatus {
+  readonly index: number;
+  readonly host: string;
+  state: WebhookState;
+  consecutiveFailures: number;
+  lastSuccessAt: string | null;
+  lastFailureAt: string | null;
+  lastError: string | null;
+  inFlight: number;
+  queued: number;
+  backlog: number;
+}
+
+export const STATES: readonly WebhookState[] = ['healthy', 'retrying', 'open', 'redriving'];
+
+/** The delivery status of every configured webhook, written by their lanes' observers. */
+export const makeStatusBoard = (webhooks: readonly Webhook[]): WebhookStatus[] =>
+  webhooks.map((w, index) => ({
+    index, host: urlHost(w.url), state: 'healthy', consecutiveFailures: 0, lastSuccessAt: null, lastFailureAt: null,
+    lastError: null, inFlight: 0, queued: 0, backlog: 0,
+  }));
+
+const resultLabel = (r: AttemptResult): string =>
+  r.status !== undefined ? `${Math.floor(r.status / 100)}xx` : r.ok ? '2xx' : /timeout/.test(r.reason) ? 'timeout' : 'network';
+
+const METRIC_REASON: Record<BacklogReason, string> = { exhausted: 'exhausted', overflow: 'overflow', circuit: 'circuit', refused: 'refused' };
+
+/**
+ * The observer of webhook `index`'s lane: one log line per failed attempt, per batch that goes to
+ * the backlog and per change of state; metrics labelled by index and host; the status board.
+ */
+export const laneObserver = (
+  index: number,
+  w: Webhook,
+  deps: { log: Logger; metrics: Metrics; board: WebhookStatus[]; backlogSize: () => number; now?: () => Date },
+): LaneObserver => {
+  const host = urlHost(w.url);
+  const labels = { webhook: String(index), host };
+  const status = deps.board[index]!;
+  const now = deps.now ?? (() => new Date());
+  const { log, metrics } = deps;
+  const setState = (s: LaneStatus) => {
+    if (s.state !== status.state) {
+      const level = s.state === 'open' ? 'error' : s.state === 'healthy' ? 'info' : 'warn';
+      log[level]({ webhook: index, host, from: status.state, to: s.state, consecutiveFailures: s.consecutiveFailures, backlog: deps.backlogSize() }, 'webhook state changed');
+    }
+    Object.assign(status, s, { backlog: deps.backlogSize() });
+    for (const st of STATES) metrics.webhookState.set({ ...labels, state: st }, st === s.state ? 1 : 0);
+    metrics.backlogBatches.set(labels, status.backlog);
+  };
+  setState({ state: 'healthy', consecutiveFailures: 0, inFlight: 0, queued: 0 });
+  return {
+    attempt: (r, n, seconds, willRetry) => {
+      metrics.attempts.inc({ ...labels, result: resultLabel(r) });
+      metrics.deliveryLatency.observe(labels, seconds);
+      if (r.ok) status.lastSuccessAt = now().toISOString();
+      else {
+        status.lastFailureAt = now().toISOString();
+        status.lastError = r.status !== undefined ? `HTTP ${r.status}` : r.reason;
+        log.warn({ webhook: index, host, status: r.status, reason: r.reason, attempt: n, willRetry }, 'webhook attempt failed');
+      }
+    },
+    finished: (batch, outcome, attempts, reason, backlogReason) => {
+      if (outcome === 'skipped') return;
+      metrics.deliveries.inc({ ...labels, outcome });
+      if (outcome === 'deadlettered') {
+        const kind = backlogReason ?? 'exhausted';
+        metrics.deadLettered.inc({ ...labels, reason: METRIC_REASON[kind] });
+        const line = { webhook: index, url: safeUrl(w.url), reason: kind, error: reason, attempts, webhookId: batch.webhookId, points: batch.size };
+        // a batch queued behind an open circuit or older backlog is expected, not an error
+        if (kind === 'circuit') log.debug(line, 'batch added to the webhook backlog');
+        else log.error(line, 'batch dead-lettered to the webhook backlog');
+      }
+    },
+    queueDepth: (d) => {
+      status.queued = d;
+      metrics.queueDepth.set(labels, d);
+    },
+    status: setState,
+    redriven: (webhookId, delivered, reason) => {
+      metrics.redriven.inc({ ...labels, outcome: delivered ? 'delivered' : 'failed' });
+      if (!delivered) log.warn({ webhook: index, host, webhookId, reason }, 'redrive of a backlog batch failed; it stays in the backlog');
+    },
+  };
+};

@@ -1,0 +1,197 @@
+import type { Redis } from 'ioredis';
+import { defer, type Observable, retry, timer } from 'rxjs';
+import { safeUrl } from '../config/urls';
+import type { Batch } from './batches';
+import { compareIds, flatRecord } from './lossMonitor';
+
+/**
+ * A webhook's backlog (CONTRACT 4.4): its dead-lettered batches, kept in the dead-letter stream
+ * `connectors:{ID}:deadletter`, one entry per batch and webhook, with fields `webhook` (index),
+ * `url` (without user information or query), `webhookId`, `error`, `attempts`, `body`, `reason`.
+ *
+ * Invariants:
+ * 1. A batch counts as "in the backlog" (and may be acknowledged) only once its entry is written.
+ * 2. Entries are redriven oldest first: in stream order of the batch's first entry (the webhook-id's
+ *    first half), whatever order they were dead-lettered in.
+ * 3. Only the entries of the webhook's current index and URL, and only `exhausted`, `overflow` and
+ *    `circuit` ones, are redriven automatically; `refused` ones wait for an operator.
+ * 4. One replica at a time redrives (and probes) a webhook: a lease in Redis.
+ * 5. An entry trimmed by the cap before it was delivered is reported once as dropped.
+ */
+export type BacklogReason = 'exhausted' | 'overflow' | 'circuit' | 'refused';
+
+export const REDRIVABLE: ReadonlySet<string> = new Set<BacklogReason>(['exhausted', 'overflow', 'circuit']);
+
+/** One backlog entry as the redrive knows it (the body is fetched when it is sent). */
+export interface BacklogItem {
+  /** The entry's ID in the dead-letter stream. */
+  readonly id: string;
+  readonly webhookId: string;
+  readonly attempts: number;
+}
+
+export interface BacklogEntry extends BacklogItem {
+  readonly webhook: number | null;
+  readonly url: string;
+  readonly error: string;
+  readonly reason: string;
+  readonly body: string;
+}
+
+/** What a webhook's lane does with its backlog (one live implementation; marble tests pass fakes). */
+export interface LaneBacklog {
+  /** Appends the batch; completes once written (retrying while the data store is away). */
+  append(batch: Batch, reason: BacklogReason, error: string, attempts: number): Observable<unknown>;
+  /** The webhook's redrivable entries, oldest first (read from the data store each time). */
+  pending(): Observable<readonly BacklogItem[]>;
+  /** The entry's body, or null when it is gone (delivered by a replica, replayed, purged or trimmed). */
+  fetch(item: BacklogItem): Observable<string | null>;
+  /** Delivered: deleted from the backlog. */
+  remove(item: BacklogItem): Observable<unknown>;
+  /** Failed again: it stays, its `attempts` and `error` updated. */
+  failedAgain(item: BacklogItem, error: string, attempts: number): Observable<unknown>;
+  /** Takes or renews this replica's lease on redriving the webhook; false while another holds it. */
+  lease(): Observable<boolean>;
+}
+
+export const deadLetterStream = (connectorId: string): string => `connectors:${connectorId}:deadletter`;
+
+/** The webhook-id's first stream ID: the batch's place in stream order. */
+const firstOf = (webhookId: string): string => webhookId.split('_')[0] ?? '0-0';
+const isStreamId = (s: string): boolean => /^[0-9]+-[0-9]+$/.test(s);
+
+/** A dead-letter entry's flat field list as an entry; total (any field may be missing). */
+export const decodeBacklogEntry = (id: string, fields: readonly string[]): BacklogEntry => {
+  const f = flatRecord(fields as unknown[]);
+  const webhook = f.webhook === undefined || !/^[0-9]+$/.test(String(f.webhook)) ? null : Number(f.webhook);
+  return {
+    id,
+    webhook,
+    url: String(f.url ?? ''),
+    webhookId: String(f.webhookId ?? ''),
+    error: String(f.error ?? ''),
+    attempts: Number(f.attempts ?? 0) || 0,
+    reason: String(f.reason ?? 'exhausted'),
+    body: String(f.body ?? ''),
+  };
+};
+
+/** Oldest first, by the batch's first stream ID (invariant 2); entries without one last. */
+export const byStreamOrder = (a: BacklogItem, b: BacklogItem): number => {
+  const fa = firstOf(a.webhookId);
+  const fb = firstOf(b.webhookId);
+  if (!isStreamId(fa) || !isStreamId(fb)) return isStreamId(fa) ? -1 : isStreamId(fb) ? 1 : compareIds(a.id, b.id);
+  return compareIds(fa, fb) || compareIds(a.id, b.id);
+};
+
+const persist = <A>(retryMs: number, write: () => Promise<A>): Observable<A> => defer(write).pipe(retry({ delay: () => timer(retryMs) }));
+
+export interface RedisBacklogOptions {
+  readonly redis: Redis;
+  readonly connectorId: string;
+  readonly consumer: string;
+  readonly index: number;
+  readonly url: string;
+  readonly maxLength: number;
+  readonly retryMs: number;
+  readonly leaseMs: number;
+  /** Called once for every entry of this webhook found trimmed by the cap before it was delivered. */
+  readonly onDropped: (item: BacklogItem) => void;
+}
+
+/**
+ * The live backlog of one webhook. It keeps the webhook's redrivable entries it has seen (IDs and
+ * webhook-ids only, never bodies) and reads the stream from where it stopped on every `pending()`:
+ * a scan costs what was appended since the last one. An entry that disappeared below the stream's
+ * first ID was trimmed by the cap (invariant 5); one that disappeared above it was delivered by a
+ * replica, replayed or purged.
+ */
+export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly size: () => number } => {
+  const stream = deadLetterStream(o.connectorId);
+  const url = safeUrl(o.url);
+  const leaseKey = `connectors:${o.connectorId}:redrive-lease:${o.index}`;
+  const known = new Map<string, BacklogItem>();
+  let cursor = '-';
+  const mine = (e: BacklogEntry) => e.webhook === o.index && e.url === url && REDRIVABLE.has(e.reason);
+  const add = (id: string, fields: readonly string[]) => {
+    const e = decodeBacklogEntry(id, fields);
+    if (mine(e)) known.set(id, { id, webhookId: e.webhookId, attempts: e.attempts });
+  };
+  const xadd = (batch: { webhookId: string; body: string }, reason: string, error: string, attempts: number) =>
+    o.redis.xadd(
+      stream, 'MAXLEN', '~', String(o.maxLength), '*',
+      'webhook', String(o.index), 'url', url, 'webhookId', batch.webhookId, 'error', error, 'attempts', String(attempts), 'body', batch.body, 'reason', reason,
+    );
+  return {
+    size: () => known.size,
+    append: (batch, reason, error, attempts) => persist(o.retryMs, () => xadd(batch, reason, error, attempts)),
+    pending: () =>
+      defer(async () => {
+        for (;;) {
+          const page = (await o.redis.xrange(stream, cursor === '-' ? '-' : `(${cursor}`, '+', 'COUNT', 500)) as Array<[string, string[]]>;
+          for (const [id, fields] of page) add(id, fields);
+          if (page.length > 0) cursor = page[page.length - 1]![0];
+          if (page.length < 500) break;
+        }
+        const first = flatRecord(await o.redis.call('XINFO', 'STREAM', stream).catch(() => []))['first-entry'];
+        const firstId = Array.isArray(first) ? String(first[0]) : null;
+        for (const item of [...known.values()]) {
+          // the cap (MAXLEN ~) trims from the head and never empties the stream: an empty or missing
+          // stream was emptied by an operator
+          if (firstId === null) known.delete(item.id);
+          else if (compareIds(item.id, firstId) < 0) {
+            known.delete(item.id);
+            o.onDropped(item);
+          }
+        }
+        return [...known.values()].sort(byStreamOrder);
+      }),
+    fetch: (item) =>
+      defer(async () => {
+        const [entry] = (await o.redis.xrange(stream, item.id, item.id)) as Array<[string, string[]]>;
+        if (entry === undefined) known.delete(item.id);
+        return entry === undefined ? null : decodeBacklogEntry(item.id, entry[1]).body;
+      }),
+    remove: (item) =>
+      persist(o.retryMs, async () => {
+        await o.redis.xdel(stream, item.id);
+        known.delete(item.id);
+      }),
+    failedAgain: (item, error, attempts) =>
+      persist(o.retryMs, async () => {
+        const [entry] = (await o.redis.xrange(stream, item.id, item.id)) as Array<[string, string[]]>;
+        if (entry === undefined) return known.delete(item.id);
+        const e = decodeBacklogEntry(item.id, entry[1]);
+        // re-appended with the grown count (a stream entry cannot be changed); its place in the
+        // redrive order is its batch's, not its entry's
+        const replies = await o.redis.multi().xdel(stream, item.id).xadd(
+          stream, 'MAXLEN', '~', String(o.maxLength), '*',
+          'webhook', String(o.index), 'url', url, 'webhookId', e.webhookId, 'error', error, 'attempts', String(attempts), 'body', e.body, 'reason', e.reason,
+        ).exec();
+        const newId = replies?.[1]?.[1];
+        known.delete(item.id);
+        if (typeof newId === 'string') known.set(newId, { id: newId, webhookId: e.webhookId, attempts });
+        return true;
+      }),
+    lease: () =>
+      defer(async () => {
+        const taken = await o.redis.set(leaseKey, o.consumer, 'PX', o.leaseMs, 'NX');
+        if (taken === 'OK') return true;
+        if ((await o.redis.get(leaseKey)) !== o.consumer) return false;
+        await o.redis.pexpire(leaseKey, o.leaseMs);
+        return true;
+      }),
+  };
+};
+
+/** A webhook entry of the dead-letter stream, for the operator commands: every entry, paged. */
+export const readBacklog = async (redis: Redis, connectorId: string, from = '-'): Promise<BacklogEntry[]> => {
+  const out: BacklogEntry[] = [];
+  let start = from;
+  for (;;) {
+    const page = (await redis.xrange(deadLetterStream(connectorId), start, '+', 'COUNT', 1000)) as Array<[string, string[]]>;
+    for (const [id, fields] of page) out.push(decodeBacklogEntry(id, fields));
+    if (page.length < 1000) return out;
+    start = `(${page[page.length - 1]![0]}`;
+  }
+};
