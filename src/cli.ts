@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { parseConnectionString, toRedisOptions } from './config/connectionString';
 import { parseManagedSettings, type ManagedSettings } from './config/managed';
 import { collectRaw, loadStartupSettings, PARAMETERS, type StartupSettings } from './config/startup';
+import { parseTime, runDeadletter } from './deadletterCommands';
 import { applyMappings } from './mapping/apply';
 import { byTopic } from './mapping/commands';
 import { failureBody } from './mapping/responses';
@@ -28,6 +29,10 @@ Usage:
   rest-connector config set --id ID FILE  validate FILE, then store it as connectors:{ID}:config
   rest-connector mappings test FILE --topic T PAYLOAD.json
                                           apply a topic's mappings to a payload; writes nothing
+  rest-connector deadletter list --id ID [--webhook N] [--since T] [--json]
+  rest-connector deadletter replay --id ID [--webhook N] [--since T]
+  rest-connector deadletter purge --id ID [--webhook N] [--before T]
+                                          the webhooks' backlogs (T: ISO 8601 or Unix seconds)
   rest-connector --version | --help       (each command also takes --help)
 
 Startup parameters come from ./appsettings.json and environment variables (see README).`,
@@ -53,6 +58,19 @@ Connects with ConnectionStrings:Datastore (appsettings.json or ConnectionStrings
 
 Validates FILE, then writes it to connectors:{ID}:config (running connectors with that Id
 restart on the change). Exit 2 when FILE is invalid; nothing is written then.`,
+  'deadletter list': `Usage: rest-connector deadletter list --id ID [--webhook N] [--since T] [--json]
+
+Lists the entries of connectors:{ID}:deadletter (the webhooks' backlogs), oldest first: ID,
+webhook index, reason, attempts, webhook-id, points, URL, error. --json prints one JSON object per
+line (every field and the entry's ID). T is ISO 8601 or Unix seconds.`,
+  'deadletter replay': `Usage: rest-connector deadletter replay --id ID [--webhook N] [--since T]
+
+Sends each selected entry once, now, to its webhook's current URL (from connectors:{ID}:config),
+whatever its reason and the webhook's circuit, with its original webhook-id and a fresh signature;
+deletes what was delivered. Prints "delivered N, failed M"; exit 1 when any failed.`,
+  'deadletter purge': `Usage: rest-connector deadletter purge --id ID [--webhook N] [--before T]
+
+Deletes the selected entries (all of them without --webhook and --before). Prints "purged N".`,
   'mappings test': `Usage: rest-connector mappings test FILE --topic T PAYLOAD.json
 
 Applies the mappings of topic T in the settings FILE to the JSON object in PAYLOAD.json and
@@ -177,6 +195,42 @@ const configCommand = async (args: string[], io: Io): Promise<Outcome> => {
   return { code: 0 };
 };
 
+const takeFlag = (args: string[], name: string): boolean => {
+  const i = args.indexOf(name);
+  if (i >= 0) args.splice(i, 1);
+  return i >= 0;
+};
+
+const deadletterCommand = async (args: string[], io: Io): Promise<Outcome> => {
+  const sub = args.shift();
+  const help = HELP[`deadletter ${sub}`];
+  if (help === undefined || (sub !== 'list' && sub !== 'replay' && sub !== 'purge')) return usage(io, `unknown deadletter command '${sub ?? ''}'`, HELP.main!);
+  if (args.includes('--help')) {
+    io.out(help);
+    return { code: 0 };
+  }
+  const id = takeOption(args, '--id');
+  if (id === undefined || id.trim() === '') return usage(io, '--id ID is required', help);
+  const webhookRaw = takeOption(args, '--webhook');
+  if (webhookRaw !== undefined && !/^[0-9]+$/.test(webhookRaw)) return usage(io, `--webhook takes a webhook index, got '${webhookRaw}'`, help);
+  const times: Partial<Record<'since' | 'before', number>> = {};
+  for (const name of sub === 'purge' ? (['before'] as const) : (['since'] as const)) {
+    const raw = takeOption(args, `--${name}`);
+    if (raw === undefined) continue;
+    const t = parseTime(raw);
+    if (t === undefined) return usage(io, `--${name} takes ISO 8601 or Unix seconds, got '${raw}'`, help);
+    times[name] = t;
+  }
+  const json = sub === 'list' && takeFlag(args, '--json');
+  if (args.length > 0) return usage(io, `unexpected argument '${args[0]}'`, help);
+  const startup = startupSettings(false);
+  const timeoutMs = E.isRight(startup) ? startup.right.webhooks.timeoutMilliseconds : 10000;
+  return runDeadletter(
+    { sub, id, json, ...(webhookRaw !== undefined ? { webhook: Number(webhookRaw) } : {}), ...times },
+    { out: io.out, withRedis, timeoutMs, now: Date.now },
+  );
+};
+
 const mappingsCommand = async (args: string[], io: Io): Promise<Outcome> => {
   const sub = args.shift();
   const help = HELP['mappings test']!;
@@ -241,6 +295,8 @@ export const main = async (argv: string[], io: Io): Promise<Outcome> => {
       return configCommand(args, io);
     case 'mappings':
       return mappingsCommand(args, io);
+    case 'deadletter':
+      return deadletterCommand(args, io);
     default:
       return usage(io, `unknown command '${command}'`, HELP.main!);
   }

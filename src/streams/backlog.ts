@@ -124,7 +124,13 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
     );
   return {
     size: () => known.size,
-    append: (batch, reason, error, attempts) => persist(o.retryMs, () => xadd(batch, reason, error, attempts)),
+    append: (batch, reason, error, attempts) =>
+      persist(o.retryMs, async () => {
+        const id = await xadd(batch, reason, error, attempts);
+        // known from the moment it is written: if the cap trims it before it is redriven, the next scan reports it
+        if (id !== null && REDRIVABLE.has(reason)) known.set(id, { id, webhookId: batch.webhookId, attempts });
+        return id;
+      }),
     pending: () =>
       defer(async () => {
         for (;;) {

@@ -1,0 +1,120 @@
+import * as E from 'fp-ts/Either';
+import type { Redis } from 'ioredis';
+import { firstValueFrom } from 'rxjs';
+import { parseManagedSettings, type Webhook } from './config/managed';
+import { safeUrl } from './config/urls';
+import { deadLetterStream, readBacklog, type BacklogEntry } from './streams/backlog';
+import { classifyError, classifyResponse } from './streams/deliver';
+import { axiosPostBatch } from './streams/webhookClient';
+import { VERSION } from './version';
+
+/**
+ * `rest-connector deadletter list|replay|purge` (CONTRACT 4.4): the operator's view of the
+ * webhooks' backlogs in `connectors:{ID}:deadletter`.
+ */
+export interface DeadletterDeps {
+  readonly out: (s: string) => void;
+  readonly withRedis: <A>(fn: (r: Redis) => Promise<A>) => Promise<E.Either<string, A>>;
+  readonly timeoutMs: number;
+  readonly now: () => number;
+}
+
+export interface DeadletterArgs {
+  readonly sub: 'list' | 'replay' | 'purge';
+  readonly id: string;
+  readonly webhook?: number;
+  /** Epoch milliseconds: entries dead-lettered at or after (`--since`), or before (`--before`). */
+  readonly since?: number;
+  readonly before?: number;
+  readonly json: boolean;
+}
+
+/** `T` is ISO 8601 or Unix seconds; undefined when it is neither. */
+export const parseTime = (t: string): number | undefined => {
+  if (/^[0-9]+(\.[0-9]+)?$/.test(t)) return Math.round(Number(t) * 1000);
+  const ms = /^\d{4}-\d{2}-\d{2}/.test(t) ? Date.parse(t) : NaN;
+  return Number.isNaN(ms) ? undefined : ms;
+};
+
+/** When the entry was dead-lettered: its stream ID's milliseconds. */
+const entryTime = (e: BacklogEntry): number => Number(e.id.split('-')[0]);
+
+const points = (e: BacklogEntry): number => {
+  try {
+    return (JSON.parse(e.body) as { datapoints: unknown[] }).datapoints.length;
+  } catch {
+    return 0;
+  }
+};
+
+const matches = (a: DeadletterArgs) => (e: BacklogEntry): boolean =>
+  (a.webhook === undefined || e.webhook === a.webhook) &&
+  (a.since === undefined || entryTime(e) >= a.since) &&
+  (a.before === undefined || entryTime(e) < a.before);
+
+/** The webhook an entry belongs to in the current configuration: its index, or (older entries without one) its URL. */
+const webhookOf = (e: BacklogEntry, webhooks: readonly Webhook[]): Webhook | undefined =>
+  e.webhook !== null ? webhooks[e.webhook] : webhooks.find((w) => safeUrl(w.url) === e.url);
+
+export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promise<{ code: number; message?: string }> => {
+  switch (a.sub) {
+    case 'list': {
+      const got = await d.withRedis((r) => readBacklog(r, a.id));
+      if (E.isLeft(got)) return { code: 1, message: got.left };
+      const selected = got.right.filter(matches(a));
+      for (const e of selected) {
+        if (a.json) d.out(JSON.stringify({ id: e.id, webhook: e.webhook, url: e.url, webhookId: e.webhookId, reason: e.reason, attempts: e.attempts, error: e.error, body: e.body }));
+        else d.out(`${e.id}  webhook ${e.webhook ?? '?'}  ${e.reason.padEnd(9)}  attempts ${e.attempts}  ${e.webhookId}  ${points(e)} points  ${e.url}  ${e.error}`);
+      }
+      if (!a.json) d.out(`${selected.length} entries`);
+      return { code: 0 };
+    }
+    case 'purge': {
+      const got = await d.withRedis(async (r) => {
+        const ids = (await readBacklog(r, a.id)).filter(matches(a)).map((e) => e.id);
+        for (let i = 0; i < ids.length; i += 1000) await r.xdel(deadLetterStream(a.id), ...ids.slice(i, i + 1000));
+        return ids.length;
+      });
+      if (E.isLeft(got)) return { code: 1, message: got.left };
+      d.out(`purged ${got.right}`);
+      return { code: 0 };
+    }
+    case 'replay': {
+      const http = axiosPostBatch(d.timeoutMs, `rest-connectors/${VERSION}`);
+      try {
+        const got = await d.withRedis(async (r) => {
+          const raw = await r.get(`connectors:${a.id}:config`);
+          const settings = raw === null ? undefined : parseManagedSettings(raw);
+          if (settings !== undefined && E.isLeft(settings)) throw new Error(`connectors:${a.id}:config is invalid: ${settings.left.join('; ')}`);
+          const webhooks = settings?.right.webhooks ?? [];
+          let delivered = 0;
+          let failed = 0;
+          for (const e of (await readBacklog(r, a.id)).filter(matches(a))) {
+            const w = webhookOf(e, webhooks);
+            if (w === undefined) {
+              failed++;
+              d.out(`${e.id}  ${e.webhookId}: failed: webhook ${e.webhook ?? e.url} is not configured`);
+              continue;
+            }
+            // CONTRACT 4.4: once, without retries, to the webhook's current URL, whatever the circuit and the reason
+            const batch = { webhookId: e.webhookId, first: e.webhookId.split('_')[0] ?? e.id, ids: [], body: e.body, size: points(e), recorded: true, done: new Set<string>() };
+            const result = await firstValueFrom(http.post(w, batch)).then((res) => classifyResponse(res, d.now()), classifyError);
+            if (result.ok) {
+              await r.xdel(deadLetterStream(a.id), e.id);
+              delivered++;
+            } else {
+              failed++;
+              d.out(`${e.id}  ${e.webhookId}: failed: ${result.reason}`);
+            }
+          }
+          return { delivered, failed };
+        });
+        if (E.isLeft(got)) return { code: 1, message: got.left };
+        d.out(`delivered ${got.right.delivered}, failed ${got.right.failed}`);
+        return { code: got.right.failed > 0 ? 1 : 0 };
+      } finally {
+        http.close();
+      }
+    }
+  }
+};

@@ -1,0 +1,162 @@
+import type { Redis } from 'ioredis';
+import { eventually, runCli } from './helpers/cli';
+import { request } from './helpers/http';
+import { pendingCount, pushHarness } from './helpers/push';
+import { privateRedis, type TestRedis } from './helpers/redis';
+import { missing, tally } from './helpers/tally';
+
+/**
+ * Issue 10 / CONTRACT 4.4 against the built CLI, a real Redis and real receivers: a webhook's
+ * outage heals by itself, in order; the cap drops and counts; a changed configuration never sends
+ * a backlog elsewhere; replicas redrive each entry once; a crash during redrive repeats at most a
+ * batch under its webhook-id; and the operator commands and GET /api/webhooks.
+ */
+let redis: TestRedis;
+let client: Redis;
+const h = pushHarness(() => redis, () => client);
+const r = privateRedis();
+beforeAll(() => {
+  ({ redis, client } = r);
+});
+afterEach(() => h.cleanup());
+
+const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
+/** Fast outage settings: no retries, the circuit opens at the first failure, a probe every 300 ms. */
+const OUTAGE = { Webhooks__MaxAttempts: '1', Webhooks__CircuitFailureThreshold: '1', Webhooks__ProbeIntervalSeconds: '0.3' };
+const backlogLen = async (id: string) => (await client.exists(`connectors:${id}:deadletter`)) ? client.xlen(`connectors:${id}:deadletter`) : 0;
+
+/** Appends `count` entries over `ms`, in 20 steps. */
+const steady = async (from: number, count: number, ms: number) => {
+  const step = Math.ceil(count / 20);
+  for (let i = 0; i < count; i += step) {
+    await h.produce(from + i, Math.min(step, count - i));
+    await sleep(ms / 20);
+  }
+};
+
+/** The points in the order a de-duplicating receiver first saw them. */
+const firstSeenOrder = (rec: Awaited<ReturnType<typeof h.receiver>>) => {
+  const seen = new Set<string>();
+  return rec.delivered().filter((q) => !seen.has(String(q.headers['webhook-id'])) && seen.add(String(q.headers['webhook-id'])))
+    .flatMap((q) => (JSON.parse(q.body) as { datapoints: Array<{ seq: number }> }).datapoints.map((p) => p.seq));
+};
+
+it('a webhook down under steady load gets every point afterwards, in stream order, under the original webhook-ids; the healthy one is never held back', async () => {
+  let down = false;
+  const healthy = await h.receiver();
+  const outage = await h.receiver(() => (down ? { status: 503 } : { status: 200 }));
+  const { c, base } = await h.outbound('heal', [{ url: healthy.url }, { url: outage.url }], OUTAGE);
+  await steady(0, 100, 500);
+  await eventually(() => (tally(outage).seqs.size === 100 ? true : undefined));
+  down = true;
+  await steady(100, 600, 3000);
+  // while it is down: the healthy webhook has everything produced so far, the other's circuit is open
+  await eventually(() => (tally(healthy).seqs.size === 700 ? true : undefined), 10000, 'healthy not held back');
+  const status = (await request(`${base}/api/webhooks`)).json() as { webhooks: Array<Record<string, unknown>> };
+  expect(status.webhooks.map((w) => [w.index, w.state])).toEqual([[0, 'healthy'], [1, 'open']]);
+  expect(status.webhooks[1]).toMatchObject({ host: new URL(outage.url).host, consecutiveFailures: expect.any(Number), lastError: 'HTTP 503', backlog: expect.any(Number) });
+  expect(JSON.stringify(status)).not.toContain('/hook');
+  expect((await request(`${base}/metrics`)).text).toMatch(/^webhook_state\{webhook="1",host="[^"]+",state="open"\} 1$/m);
+  expect(await pendingCount(client, 'heal')).toBeLessThan(700); // in the backlog counts as having it: acknowledged
+  down = false;
+  await steady(700, 100, 500);
+  await eventually(() => (tally(outage).seqs.size === 800 ? true : undefined), 20000, 'the outage healed');
+  await eventually(async () => ((await backlogLen('heal')) === 0 ? true : undefined), 10000, 'backlog emptied');
+  const t = tally(outage);
+  expect([missing(t, 0, 800), t.duplicatesAfterDedup, t.idsWithTwoContents]).toEqual([[], 0, 0]);
+  expect(firstSeenOrder(outage)).toEqual(Array.from({ length: 800 }, (_, i) => i)); // stream order, every point once
+  // the same batches as the healthy webhook got: same ids, same bodies
+  for (const [id, body] of t.bodies) expect(tally(healthy).bodies.get(id)).toBe(body);
+  expect(c.logs().some((l) => l.msg === 'webhook state changed' && l.to === 'open')).toBe(true);
+  expect(c.logs().some((l) => l.msg === 'webhook state changed' && l.to === 'healthy')).toBe(true);
+});
+
+it('the cap drops the oldest backlog entries, and every dropped batch is logged and counted', async () => {
+  let down = true;
+  const outage = await h.receiver(() => (down ? { status: 503 } : { status: 200 }));
+  const { c, base } = await h.outbound('cap', [{ url: outage.url }], { ...OUTAGE, Webhooks__DeadLetterMaxLength: '50', Webhooks__BatchMaxSize: '1' });
+  const dropped = async () => Number(/^webhook_deadletter_dropped_total\{webhook="0",host="[^"]+"\} (\d+)$/m.exec((await request(`${base}/metrics`)).text)?.[1] ?? 0);
+  await h.produce(0, 400); // 400 one-point batches into a backlog capped at ~50 (MAXLEN ~ trims whole nodes)
+  await eventually(async () => ((await pendingCount(client, 'cap')) === 0 ? true : undefined), 20000, 'all in the backlog');
+  await eventually(async () => ((await dropped()) > 0 ? true : undefined), 10000, 'drops counted by a probe scan');
+  down = false;
+  await eventually(async () => ((await backlogLen('cap')) === 0 ? true : undefined), 20000, 'backlog redriven');
+  const lost = missing(tally(outage), 0, 400).length;
+  expect(lost).toBeGreaterThan(0);
+  // every batch the receiver never got was reported as dropped (each batch is one point), once
+  expect(await dropped()).toBe(lost);
+  expect(c.logs().filter((l) => l.msg === 'a backlog batch was trimmed by Webhooks:DeadLetterMaxLength before it was delivered')).toHaveLength(lost);
+});
+
+it('a configuration change that replaces a webhook leaves its backlog for the operator: not redriven elsewhere; list, replay and purge', async () => {
+  const a = await h.receiver(() => ({ status: 503 }));
+  const b = await h.receiver();
+  const first = await h.outbound('moved', [{ url: a.url }], OUTAGE);
+  await h.produce(0, 30);
+  await eventually(async () => ((await backlogLen('moved')) > 0 && (await pendingCount(client, 'moved')) === 0 ? true : undefined));
+  await first.c.stop('SIGTERM');
+  await h.outbound('moved', [{ url: b.url }], OUTAGE); // index 0 is now another URL
+  await h.produce(30, 10);
+  await eventually(() => (tally(b).seqs.size === 10 ? true : undefined));
+  await sleep(1000);
+  expect(missing(tally(b), 30, 40)).toEqual([]);
+  expect([...tally(b).seqs].filter((s) => s < 30)).toEqual([]); // a's backlog never sent to b
+  const env = { ConnectionStrings__Datastore: redis.url };
+  const list = await runCli(['deadletter', 'list', '--id', 'moved', '--webhook', '0'], env);
+  expect(list.code).toBe(0);
+  const lines = list.stdout.trim().split('\n');
+  expect(lines[lines.length - 1]).toMatch(/^\d+ entries$/);
+  expect(lines[0]).toMatch(new RegExp(`^\\d+-\\d+  webhook 0  (exhausted|circuit)\\s+attempts \\d+  \\d+-\\d+_\\d+-\\d+  \\d+ points  ${a.url.replace(/[/.]/g, '\\$&')}  `));
+  const json = (await runCli(['deadletter', 'list', '--id', 'moved', '--json'], env)).stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  expect(json.length).toBe(lines.length - 1);
+  expect(Object.keys(json[0]!).sort()).toEqual(['attempts', 'body', 'error', 'id', 'reason', 'url', 'webhook', 'webhookId']);
+  const points = json.flatMap((e) => (JSON.parse(String(e.body)) as { datapoints: Array<{ seq: number }> }).datapoints.map((p) => p.seq));
+  expect(points.sort((x, y) => x - y)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+  // purge before a time that is earlier than every entry: nothing; replay to the current URL of webhook 0 (b)
+  expect((await runCli(['deadletter', 'purge', '--id', 'moved', '--before', '2000-01-01T00:00:00Z'], env)).stdout.trim()).toBe('purged 0');
+  const replay = await runCli(['deadletter', 'replay', '--id', 'moved', '--webhook', '0'], env);
+  expect([replay.code, replay.stdout.trim().split('\n').pop()]).toEqual([0, `delivered ${json.length}, failed 0`]);
+  expect(missing(tally(b), 0, 40)).toEqual([]);
+  expect(await backlogLen('moved')).toBe(0);
+  // replay to a webhook that is down: failed, exit 1, entries stay; purge removes them
+  await client.set('connectors:moved:config', JSON.stringify({ webhooks: [{ url: a.url }] }));
+  await client.xadd('connectors:moved:deadletter', '*', 'webhook', '0', 'url', a.url, 'webhookId', '1-0_1-0', 'error', 'x', 'attempts', '1', 'body', '{"datapoints":[{"seq":99}]}', 'reason', 'refused');
+  const failing = await runCli(['deadletter', 'replay', '--id', 'moved'], env);
+  expect([failing.code, failing.stdout.trim().split('\n').pop()]).toEqual([1, 'delivered 0, failed 1']);
+  expect((await runCli(['deadletter', 'purge', '--id', 'moved', '--webhook', '0'], env)).stdout.trim()).toBe('purged 1');
+  expect((await runCli(['deadletter', 'list', '--id', 'moved', '--since', 'yesterday'], env)).code).toBe(2);
+});
+
+it('two replicas redrive each backlog entry once', async () => {
+  let down = true;
+  const outage = await h.receiver(() => (down ? { status: 503 } : { status: 200 }));
+  const shared = { hostUrls: ['http://127.0.0.1:0'] };
+  await h.outbound('pair', [{ url: outage.url }], { ...OUTAGE, Datastore__ConsumerName: 'one' }, shared);
+  await h.outbound('pair', [{ url: outage.url }], { ...OUTAGE, Datastore__ConsumerName: 'two' }, shared);
+  await steady(0, 400, 1000);
+  await eventually(async () => ((await pendingCount(client, 'pair')) === 0 ? true : undefined));
+  down = false;
+  await eventually(() => (tally(outage).seqs.size === 400 ? true : undefined), 20000, 'all redriven');
+  await eventually(async () => ((await backlogLen('pair')) === 0 ? true : undefined));
+  await sleep(500);
+  const t = tally(outage);
+  expect([t.rawDuplicates, t.duplicatesAfterDedup, t.idsWithTwoContents]).toEqual([0, 0, 0]);
+});
+
+it('a SIGKILL during redrive loses nothing and repeats at most batches under their webhook-id', async () => {
+  let down = true;
+  const outage = await h.receiver(() => (down ? { status: 503 } : { status: 200, delayMs: 20 }));
+  const env = { ...OUTAGE, Webhooks__BatchMaxSize: '10', Webhooks__MaxInFlight: '2' };
+  const first = await h.outbound('killed', [{ url: outage.url }], env);
+  await h.produce(0, 1000);
+  await eventually(async () => ((await pendingCount(client, 'killed')) === 0 ? true : undefined));
+  down = false;
+  await eventually(() => (tally(outage).seqs.size > 100 ? true : undefined), 20000, 'redrive under way');
+  await first.c.stop('SIGKILL');
+  expect(tally(outage).seqs.size).toBeLessThan(1000);
+  await h.outbound('killed', [{ url: outage.url }], env);
+  await eventually(() => (tally(outage).seqs.size === 1000 ? true : undefined), 20000, 'redrive finished after the restart');
+  await eventually(async () => ((await backlogLen('killed')) === 0 ? true : undefined));
+  const t = tally(outage);
+  expect([t.duplicatesAfterDedup, t.idsWithTwoContents]).toEqual([0, 0]);
+});
