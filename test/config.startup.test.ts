@@ -14,8 +14,12 @@ describe('startup parameters', () => {
         datastore: {
           connectionRetrySeconds: 2, streamPollIntervalMilliseconds: 500, startFromLatest: true,
           configPollIntervalMilliseconds: 1000, streamMaxLength: 100000, consumerName: 'host-a',
+          claimIdleMilliseconds: 60000, claimIntervalMilliseconds: 30000,
         },
-        webhooks: { batchWindowMilliseconds: 100, batchMaxSize: 1000, timeoutMilliseconds: 10000, maxAttempts: 5, maxInFlight: 4 },
+        webhooks: {
+          batchWindowMilliseconds: 100, batchMaxSize: 1000, timeoutMilliseconds: 10000, maxAttempts: 5, maxInFlight: 4,
+          stopTimeoutMilliseconds: 8000, circuitFailureThreshold: 3, probeIntervalSeconds: 5, autoRedrive: true, deadLetterMaxLength: 100000,
+        },
         http: { maxBodyBytes: 1048576 },
         apiKeys: [],
       }),
@@ -34,6 +38,14 @@ describe('startup parameters', () => {
     expect(s.right.datastore.startFromLatest).toBe(true);
     expect(s.right.webhooks.maxInFlight).toBe(8);
     expect(s.right.apiKeys).toEqual(['k1', 'k2']);
+  });
+
+  it('refuses a stop timeout beyond the 10 s of the whole stop, and reads the outage parameters', () => {
+    expect(load({}, { Id: 'c1', Webhooks__StopTimeoutMilliseconds: '10001' })).toEqual(E.left(["Webhooks:StopTimeoutMilliseconds: must be at most 10000 (the whole stop takes at most 10 s), got '10001'"]));
+    const s = load({}, { Id: 'c1', Webhooks__AutoRedrive: 'FALSE', Webhooks__ProbeIntervalSeconds: '0.5', Webhooks__CircuitFailureThreshold: '7', Webhooks__DeadLetterMaxLength: '10' });
+    if (E.isLeft(s)) throw new Error(s.left.join());
+    expect([s.right.webhooks.autoRedrive, s.right.webhooks.probeIntervalSeconds, s.right.webhooks.circuitFailureThreshold, s.right.webhooks.deadLetterMaxLength]).toEqual([false, 0.5, 7, 10]);
+    expect(E.isLeft(load({}, { Id: 'c1', Webhooks__AutoRedrive: 'maybe' }))).toBe(true);
   });
 
   it('returns a frozen settings object', () => {

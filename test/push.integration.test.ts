@@ -95,9 +95,9 @@ describe('push mode', () => {
     });
     const byUrl = (u: string) => dead.filter((d) => d.url === u);
     expect(byUrl(failing.url).length).toBeGreaterThan(0);
-    expect(byUrl(failing.url).every((d) => d.attempts === '3' && /HTTP 500 after 3 attempts/.test(d.error!))).toBe(true);
-    expect(byUrl(rejecting.url).every((d) => d.attempts === '1' && d.error === 'HTTP 400')).toBe(true);
-    expect(byUrl(hanging.url).every((d) => d.attempts === '3' && /timeout/.test(d.error!))).toBe(true);
+    expect(byUrl(failing.url).every((d) => d.webhook === '0' && d.reason === 'exhausted' && d.attempts === '3' && /HTTP 500 after 3 attempts/.test(d.error!))).toBe(true);
+    expect(byUrl(rejecting.url).every((d) => d.webhook === '3' && d.reason === 'refused' && d.attempts === '1' && d.error === 'HTTP 400')).toBe(true);
+    expect(byUrl(hanging.url).every((d) => d.webhook === '1' && d.reason === 'exhausted' && d.attempts === '3' && /timeout/.test(d.error!))).toBe(true);
     for (const u of [failing.url, hanging.url, rejecting.url]) {
       const points = byUrl(u).flatMap((d) => (JSON.parse(d.body!) as { datapoints: Array<{ seq: number }> }).datapoints.map((p) => p.seq));
       expect(points.sort((a, b) => a - b)).toEqual(range(0, 200));
@@ -112,11 +112,11 @@ describe('push mode', () => {
       .map(([id]) => Number(id.split('-')[0])));
     expect(healthy.delivered().at(-1)!.at).toBeLessThan(firstGiveUp);
     // logged with url, status and attempts, never the header values
-    const errors = c.logs().filter((l) => l.msg === 'batch dead-lettered');
+    const errors = c.logs().filter((l) => l.msg === 'batch dead-lettered to the webhook backlog');
     expect(errors.length).toBeGreaterThan(0);
     const metrics = (await request(`${(await c.waitForLog((l) => Array.isArray(l.addresses))).addresses as string[]}`.replace(/,.*$/, '') + '/metrics')).text;
     expect(metrics).toMatch(/webhook_deliveries_total\{webhook="4",host="127\.0\.0\.1:\d+",outcome="delivered"\} [1-9]/);
-    expect(metrics).toMatch(/webhook_deadlettered_total\{webhook="3",host="127\.0\.0\.1:\d+",reason="rejected"\} [1-9]/);
+    expect(metrics).toMatch(/webhook_deadlettered_total\{webhook="3",host="127\.0\.0\.1:\d+",reason="refused"\} [1-9]/);
     expect(metrics).not.toMatch(/\/hook/);
   });
 

@@ -77,7 +77,7 @@ it('no configured secret, key or token appears in logs, stderr, dead letters or 
   const deadLetters = (await client.xrange('connectors:sec-out:deadletter', '-', '+')).map(([, fields]) => fields.join(' '));
   expect(deadLetters.join('\n')).toContain(failing.url); // the URL is there, without its query
   const everything = [outbound.stdout, outbound.stderr, inbound.stdout, inbound.stderr, ...cli, ...deadLetters].join('\n');
-  expect(outbound.logs().some((l) => l.msg === 'batch dead-lettered')).toBe(true);
+  expect(outbound.logs().some((l) => l.msg === 'batch dead-lettered to the webhook backlog')).toBe(true);
   expect(everything.length).toBeGreaterThan(10000);
   const found = marks.filter((m) => everything.includes(m));
   expect(found).toEqual([]);

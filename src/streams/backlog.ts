@@ -122,6 +122,21 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
       stream, 'MAXLEN', '~', String(o.maxLength), '*',
       'webhook', String(o.index), 'url', url, 'webhookId', batch.webhookId, 'error', error, 'attempts', String(attempts), 'body', batch.body, 'reason', reason,
     );
+  const firstId = async (): Promise<string | null> => {
+    const first = flatRecord(await o.redis.call('XINFO', 'STREAM', stream).catch(() => []))['first-entry'];
+    return Array.isArray(first) ? String(first[0]) : null;
+  };
+  /**
+   * An entry found missing: trimmed by the cap when it lies before the stream's first entry (the
+   * cap trims from the head and never empties the stream); else delivered by a replica, replayed
+   * or purged by an operator.
+   */
+  const gone = async (item: BacklogItem, first?: string | null): Promise<boolean> => {
+    if (!known.delete(item.id)) return false;
+    const head = first === undefined ? await firstId() : first;
+    if (head !== null && compareIds(item.id, head) < 0) o.onDropped(item);
+    return true;
+  };
   return {
     size: () => known.size,
     append: (batch, reason, error, attempts) =>
@@ -139,23 +154,14 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
           if (page.length > 0) cursor = page[page.length - 1]![0];
           if (page.length < 500) break;
         }
-        const first = flatRecord(await o.redis.call('XINFO', 'STREAM', stream).catch(() => []))['first-entry'];
-        const firstId = Array.isArray(first) ? String(first[0]) : null;
-        for (const item of [...known.values()]) {
-          // the cap (MAXLEN ~) trims from the head and never empties the stream: an empty or missing
-          // stream was emptied by an operator
-          if (firstId === null) known.delete(item.id);
-          else if (compareIds(item.id, firstId) < 0) {
-            known.delete(item.id);
-            o.onDropped(item);
-          }
-        }
+        const head = await firstId();
+        for (const item of [...known.values()]) if (head === null || compareIds(item.id, head) < 0) await gone(item, head);
         return [...known.values()].sort(byStreamOrder);
       }),
     fetch: (item) =>
       defer(async () => {
         const [entry] = (await o.redis.xrange(stream, item.id, item.id)) as Array<[string, string[]]>;
-        if (entry === undefined) known.delete(item.id);
+        if (entry === undefined) await gone(item);
         return entry === undefined ? null : decodeBacklogEntry(item.id, entry[1]).body;
       }),
     remove: (item) =>
@@ -166,7 +172,7 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
     failedAgain: (item, error, attempts) =>
       persist(o.retryMs, async () => {
         const [entry] = (await o.redis.xrange(stream, item.id, item.id)) as Array<[string, string[]]>;
-        if (entry === undefined) return known.delete(item.id);
+        if (entry === undefined) return gone(item);
         const e = decodeBacklogEntry(item.id, entry[1]);
         // re-appended with the grown count (a stream entry cannot be changed); its place in the
         // redrive order is its batch's, not its entry's
