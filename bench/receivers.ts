@@ -7,9 +7,11 @@ import { createServer } from 'node:http';
 import { percentile } from './lib';
 
 const ports = process.argv.slice(2).map(Number);
-const stats = ports.map(() => ({ points: 0, requests: 0, seqs: new Set<number>(), duplicates: 0, latencies: [] as number[], first: 0, last: 0 }));
+const stats = ports.map(() => ({ points: 0, requests: 0, seqs: new Set<number>(), duplicates: 0, latencies: [] as number[], first: 0, last: 0, samples: [] as Array<[number, number]> }));
+/** RECEIVERS_DOWN_FIRST=1: the first port refuses connections until the message 'up'. */
+const downFirst = process.env.RECEIVERS_DOWN_FIRST === '1';
 
-ports.forEach((port, i) => {
+const listen = (port: number, i: number) => {
   createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on('data', (d: Buffer) => parts.push(d));
@@ -22,18 +24,35 @@ ports.forEach((port, i) => {
         if (s.seqs.has(p.seq)) s.duplicates++;
         else s.seqs.add(p.seq);
         s.points++;
-        if (p.w === undefined) s.latencies.push(now - p.t);
+        if (p.w === undefined) {
+          s.latencies.push(now - p.t);
+          s.samples.push([now, now - p.t]);
+        }
       }
       if (s.first === 0) s.first = now;
       s.last = now;
       res.writeHead(200).end();
     });
   }).listen(port, '127.0.0.1');
+};
+ports.forEach((port, i) => {
+  if (!(downFirst && i === 0)) listen(port, i);
 });
 
-process.on('message', (m: string) => {
-  if (m === 'reset') {
-    for (const s of stats) Object.assign(s, { points: 0, requests: 0, seqs: new Set<number>(), duplicates: 0, latencies: [], first: 0, last: 0 });
+/** Latency percentiles of receiver `i` for points received within [from, to). */
+const windowed = (i: number, from: number, to: number) => {
+  const sorted = stats[i]!.samples.filter(([at]) => at >= from && at < to).map(([, l]) => l).sort((a, b) => a - b);
+  return { n: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
+};
+
+process.on('message', (m: string | { window: [number, number] }) => {
+  if (typeof m === 'object') {
+    process.send?.(ports.map((_, i) => windowed(i, m.window[0], m.window[1])));
+  } else if (m === 'up') {
+    listen(ports[0]!, 0);
+    process.send?.('ok');
+  } else if (m === 'reset') {
+    for (const s of stats) Object.assign(s, { points: 0, requests: 0, seqs: new Set<number>(), duplicates: 0, latencies: [], first: 0, last: 0, samples: [] });
     process.send?.('ok');
   } else if (m === 'report') {
     process.send?.(

@@ -1,7 +1,7 @@
 /**
  * `npm run bench [-- scenario …]`: every figure of ours next to a baseline measured in the same
  * run, as a ratio. Scenarios: inbound-10-mappings, get-all-100k, get-one, push-5-webhooks,
- * push-one-dead-webhook. BENCH_SECONDS shortens the load phases (default 10).
+ * push-one-dead-webhook, push-outage-recovery. BENCH_SECONDS shortens the load phases (default 10).
  */
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
@@ -267,12 +267,82 @@ const pushDead = async (r: Redises) => {
   return { healthy, dead, baseline: base };
 };
 
+/**
+ * push-outage-recovery (issue 10): 5 receivers at 5,000 points/s; receiver 0 refuses connections
+ * for the first BENCH_OUTAGE_SECONDS (60) of the run, then comes back. Measured: points it lost,
+ * time from its return to an empty backlog, the redrive rate, the other four's p99 during the
+ * outage and during the redrive against their p99 in a run with all five healthy, and the peak
+ * memory of the connector and of Redis.
+ */
+const pushOutage = async (r: Redises) => {
+  const OUTAGE_S = Number(process.env.BENCH_OUTAGE_SECONDS ?? 60);
+  const RATE = 5000;
+  const healthy = await pushRun(r, 'ours', RATE, false);
+  await r.client.flushall();
+  const ports = await Promise.all([0, 1, 2, 3, 4].map(() => freePort()));
+  const receivers = startScript('receivers.js', ports.map(String), { RECEIVERS_DOWN_FIRST: '1' });
+  await nextMessage(receivers);
+  const port = await freePort();
+  await r.client.set('connectors:bench-outage:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], webhooks: ports.map((p) => ({ url: `http://127.0.0.1:${p}/hook` })) }));
+  const server = startConnector('outbound', { Id: 'bench-outage', ConnectionStrings__Datastore: `127.0.0.1:${r.port}` });
+  await waitReady(`http://127.0.0.1:${port}/health/ready`);
+  for (let i = 0; i < 100 && (await r.client.exists('process:updates')) === 0; i++) await sleep(50);
+  const redisPid = Number(/process_id:(\d+)/.exec(await r.client.info('server'))?.[1]);
+  resetPeak(server.pid!);
+  resetPeak(redisPid);
+  const start = Date.now();
+  const producer = startScript('producer.js', [String(r.port), String(RATE), String(OUTAGE_S + 30)]);
+  await sleep(OUTAGE_S * 1000);
+  receivers.send('up');
+  await nextMessage(receivers);
+  const up = Date.now();
+  const made = await nextMessage<{ produced: number; seconds: number }>(producer);
+  // until receiver 0 has everything and its backlog is empty (at most 5 minutes more)
+  let emptyAt = 0;
+  let report: Array<{ distinct: number; duplicates: number }> = [];
+  for (let i = 0; i < 3000; i++) {
+    receivers.send('report');
+    report = await nextMessage(receivers);
+    const backlog = (await r.client.exists('connectors:bench-outage:deadletter')) ? await r.client.xlen('connectors:bench-outage:deadletter') : 0;
+    if (backlog === 0 && emptyAt === 0 && Date.now() > up + 1000) emptyAt = Date.now();
+    if (report[0]!.distinct >= made.produced && backlog === 0) break;
+    await sleep(100);
+  }
+  if (emptyAt === 0) emptyAt = Date.now();
+  const memConnector = memory(server.pid!).peakMb;
+  const memRedis = memory(redisPid).peakMb;
+  receivers.send({ window: [start + 2000, up] });
+  const during = await nextMessage<Array<{ n: number; p99: number }>>(receivers);
+  receivers.send({ window: [up, emptyAt] });
+  const redrive = await nextMessage<Array<{ n: number; p99: number }>>(receivers);
+  await stop(server);
+  await stop(receivers);
+  const others = (w: Array<{ p99: number }>) => Math.max(...w.slice(1).map((x) => x.p99));
+  const redriveSeconds = (emptyAt - up) / 1000;
+  const row: Row = {
+    produced: made.produced,
+    'lost (receiver 0)': made.produced - report[0]!.distinct,
+    'return → empty backlog s': redriveSeconds,
+    'redrive points/s': Math.round(redrive[0]!.n / Math.max(0.001, redriveSeconds)),
+    'others p99 healthy ms': healthy.p99,
+    'others p99 outage ms': others(during),
+    'others p99 redrive ms': others(redrive),
+    'ratio outage': others(during) / Math.max(1, healthy.p99),
+    'ratio redrive': others(redrive) / Math.max(1, healthy.p99),
+    'connector peak MB': memConnector,
+    'Redis peak MB': memRedis,
+  };
+  printTable(`push-outage-recovery (5 receivers at ${RATE}/s; receiver 0 down for ${OUTAGE_S} s; targets: lost 0, others' p99 <= 1.2x healthy)`, [row]);
+  return { healthy, row };
+};
+
 const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'inbound-10-mappings': inbound,
   'get-all-100k': getAll,
   'get-one': getOne,
   'push-5-webhooks': push,
   'push-one-dead-webhook': pushDead,
+  'push-outage-recovery': pushOutage,
 };
 
 (async () => {

@@ -1,6 +1,6 @@
 import {
-  asyncScheduler, catchError, concat, defer, finalize, from, ignoreElements, map, merge, mergeMap, type Observable, of, type SchedulerLike,
-  Subject, take, takeUntil, takeWhile, timer,
+  asyncScheduler, catchError, concat, defer, EMPTY, finalize, from, ignoreElements, map, merge, mergeMap, type Observable, of, type SchedulerLike,
+  Subject, take, takeUntil, timer,
 } from 'rxjs';
 import type { Webhook } from '../config/managed';
 import type { Batch } from './batches';
@@ -286,9 +286,12 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
               if (!held) return timer(o.probeIntervalMs, scheduler);
               redriving = true;
               report();
+              // checked as each entry's turn comes: the circuit may open meanwhile, and the lease
+              // (renewed on every entry) may have passed to another replica
+              const next$ = (item: BacklogItem) =>
+                defer(() => (open ? EMPTY : o.backlog.lease().pipe(mergeMap((still) => (still ? redriveOne$(item, false) : EMPTY)))));
               return from(items).pipe(
-                takeWhile(() => !open),
-                mergeMap((item) => redriveOne$(item, false), o.maxInFlight),
+                mergeMap(next$, o.maxInFlight),
                 finalize(() => {
                   redriving = false;
                   report();
