@@ -2,10 +2,11 @@ import axios, { type AxiosInstance } from 'axios';
 import { createHmac } from 'node:crypto';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import type { Readable } from 'node:stream';
 import { Observable } from 'rxjs';
 import type { Webhook } from '../config/managed';
 import type { Batch } from './batches';
-import type { PostBatch } from './deliver';
+import type { PostBatch, WebhookResponse } from './deliver';
 
 /**
  * CONTRACT 6.4 (Standard Webhooks): `v1,` + base64 HMAC-SHA256 of `{id}.{timestamp}.{body}`, one
@@ -27,10 +28,17 @@ export const requestHeaders = (webhook: Webhook, batch: Batch, timestamp: number
   ...(webhook.secrets.length > 0 ? { 'webhook-signature': webhook.secrets.map((s) => sign(s, batch.webhookId, timestamp, batch.body)).join(' ') } : {}),
 });
 
+/** How much of a receiver's answer body is read (and thrown away) before the connection is cut. */
+export const MAX_ANSWER_BODY_BYTES = 4096;
+
 /**
- * The live PostBatch: axios on keep-alive agents, one request per attempt, aborted when the
- * subscriber unsubscribes (graceful-stop deadline). Any HTTP status is an answer (the lane
- * classifies it); redirects are not followed, so a 3xx is an answer too.
+ * The live PostBatch: axios on keep-alive agents, one request per attempt (CONTRACT 4.2, 6.5).
+ * `timeoutMs` bounds the whole attempt — connecting, the answer's headers and its body — so a
+ * receiver that dribbles bytes cannot hold a request slot for ever. The answer body is streamed,
+ * never buffered: a small one is read to its end and thrown away (the connection is then reused);
+ * past a few KB, or at the deadline after the status came, the connection is cut and the status
+ * counts. Aborted when the subscriber unsubscribes (graceful-stop deadline). Any HTTP status is an
+ * answer (the lane classifies it); redirects are not followed, so a 3xx is an answer too.
  */
 export const axiosPostBatch = (timeoutMs: number, userAgent: string, now: () => number = Date.now): { post: PostBatch; close(): void } => {
   const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
@@ -41,27 +49,61 @@ export const axiosPostBatch = (timeoutMs: number, userAgent: string, now: () => 
     httpsAgent,
     maxRedirects: 0,
     validateStatus: () => true,
-    responseType: 'text',
+    responseType: 'stream',
     // The body is serialised once per batch; axios would otherwise parse and re-check it per request.
     transformRequest: [(d: unknown) => d],
     transformResponse: [(d: unknown) => d],
+    decompress: false,
     proxy: false,
   });
   const post: PostBatch = (webhook, batch) =>
     new Observable((subscriber) => {
       const controller = new AbortController();
+      let body: Readable | undefined;
+      let answer: WebhookResponse | undefined;
+      const finish = () => {
+        clearTimeout(deadline);
+        if (answer !== undefined && !subscriber.closed) {
+          subscriber.next(answer);
+          subscriber.complete();
+        }
+      };
+      const deadline = setTimeout(() => {
+        if (answer !== undefined) {
+          body?.destroy();
+          finish();
+        } else controller.abort();
+      }, timeoutMs);
       const timestamp = Math.floor(now() / 1000);
       client
         .post(webhook.url, batch.body, { headers: requestHeaders(webhook, batch, timestamp, userAgent), signal: controller.signal })
         .then(
           (r) => {
             const retryAfter = r.headers['retry-after'];
-            subscriber.next({ status: r.status, retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined });
-            subscriber.complete();
+            answer = { status: r.status, retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined };
+            body = r.data as Readable;
+            let read = 0;
+            body.on('data', (chunk: Buffer) => {
+              read += chunk.length;
+              if (read > MAX_ANSWER_BODY_BYTES) {
+                body!.destroy();
+                finish();
+              }
+            });
+            body.once('end', finish);
+            body.once('error', finish);
+            body.once('close', finish);
           },
-          (err: unknown) => subscriber.error(err instanceof Error ? new Error(describeError(err)) : err),
+          (err: unknown) => {
+            clearTimeout(deadline);
+            subscriber.error(err instanceof Error ? new Error(controller.signal.aborted && answer === undefined ? 'timeout' : describeError(err)) : err);
+          },
         );
-      return () => controller.abort();
+      return () => {
+        clearTimeout(deadline);
+        body?.destroy();
+        controller.abort();
+      };
     });
   return {
     post,
