@@ -51,16 +51,16 @@ it('case 1: a receiver that answers 200 and then streams an endless body neither
     });
   });
   try {
-  const healthy = await h.receiver();
-  const { c, base } = await h.outbound('endless', [{ url: endless.url }, { url: healthy.url }], { Webhooks__TimeoutMilliseconds: '2000' });
-  const before = rssMb(c.proc.pid!);
-  await h.produce(0, 100);
-  await eventually(() => (tally(healthy).seqs.size === 100 ? true : undefined));
-  await eventually(async () => ((await pendingCount(client, 'endless')) === 0 ? true : undefined), 20000, 'acknowledged: the 200 counted');
-  for (let i = 0; i < 5; i++) expect((await request(`${base}/health/live`)).status).toBe(200);
-  expect(rssMb(c.proc.pid!) - before).toBeLessThan(50);
-  expect(sent).toBeLessThan(50 * 1024 * 1024); // the connector cut it short
-  expect((await request(`${base}/metrics`)).text).toMatch(/^webhook_deliveries_total\{webhook="0",host="[^"]+",outcome="delivered"\} [1-9]/m);
+    const healthy = await h.receiver();
+    const { c, base } = await h.outbound('endless', [{ url: endless.url }, { url: healthy.url }], { Webhooks__TimeoutMilliseconds: '2000' });
+    const before = rssMb(c.proc.pid!);
+    await h.produce(0, 100);
+    await eventually(() => (tally(healthy).seqs.size === 100 ? true : undefined));
+    await eventually(async () => ((await pendingCount(client, 'endless')) === 0 ? true : undefined), 20000, 'acknowledged: the 200 counted');
+    for (let i = 0; i < 5; i++) expect((await request(`${base}/health/live`)).status).toBe(200);
+    expect(rssMb(c.proc.pid!) - before).toBeLessThan(50);
+    expect(sent).toBeLessThan(50 * 1024 * 1024); // the connector cut it short
+    expect((await request(`${base}/metrics`)).text).toMatch(/^webhook_deliveries_total\{webhook="0",host="[^"]+",outcome="delivered"\} [1-9]/m);
   } finally {
     await closeHostile(endless);
   }
@@ -78,15 +78,15 @@ it('case 2: a receiver that dribbles a byte at a time is cut at TimeoutMilliseco
     });
   });
   try {
-  const healthy = await h.receiver();
-  void healthy;
-  const { c } = await h.outbound('dribble', [{ url: dribbler.url }, { url: healthy.url }], { Webhooks__TimeoutMilliseconds: '600', Webhooks__MaxAttempts: '2' });
-  await h.produce(0, 20);
-  await eventually(async () => ((await pendingCount(client, 'dribble')) === 0 ? true : undefined), 20000, 'given up on and acknowledged');
-  const dead = await client.xrange('connectors:dribble:deadletter', '-', '+');
-  expect(dead.length).toBeGreaterThan(0);
-  expect(dead.map(([, f]) => f[f.indexOf('error') + 1])).toContain('timeout after 2 attempts');
-  expect(c.logs().some((l) => l.msg === 'webhook attempt failed' && l.reason === 'timeout')).toBe(true);
+    const healthy = await h.receiver();
+    void healthy;
+    const { c } = await h.outbound('dribble', [{ url: dribbler.url }, { url: healthy.url }], { Webhooks__TimeoutMilliseconds: '600', Webhooks__MaxAttempts: '2' });
+    await h.produce(0, 20);
+    await eventually(async () => ((await pendingCount(client, 'dribble')) === 0 ? true : undefined), 20000, 'given up on and acknowledged');
+    const dead = await client.xrange('connectors:dribble:deadletter', '-', '+');
+    expect(dead.length).toBeGreaterThan(0);
+    expect(dead.map(([, f]) => f[f.indexOf('error') + 1])).toContain('timeout after 2 attempts');
+    expect(c.logs().some((l) => l.msg === 'webhook attempt failed' && l.reason === 'timeout')).toBe(true);
   } finally {
     for (const t of timers) clearInterval(t);
     await closeHostile(dribbler);
