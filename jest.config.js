@@ -7,5 +7,8 @@ module.exports = {
   // Each test file starts its own redis-server; two workers match the two cores.
   maxWorkers: 2,
   testTimeout: 60000,
+  // A test that fails before its own clean-up must not hang the run (CI has a time limit): the
+  // helpers close what they start; this is the safety net.
+  forceExit: true,
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
 };

@@ -6,6 +6,17 @@ import type { TypeCode, ValueType } from '../src/mapping/types';
 const read = (vt: ValueType, raw: unknown) => readAs(vt, raw, 'p');
 const conv = (t: TypeCode, v: unknown) => convertTo(t, v, 'p');
 
+describe('error texts render any value without throwing (CONTRACT 6.5)', () => {
+  it('a value nested 10,000 levels deep, or huge, is shown cut short', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 10000; i++) deep = [deep];
+    const text = read('float', deep);
+    expect(E.isLeft(text) && text.left).toMatch(/^value \[\[\[\[\[\[\[\[\[…\]\]\]\]\]\]\]\]\] at path 'p' is not a float$/);
+    const huge = read('float', { a: 'x'.repeat(1e6) });
+    expect(E.isLeft(huge) && huge.left.length).toBeLessThan(150);
+  });
+});
+
 describe('reading by valueType (CONTRACT 5.4, first table)', () => {
   it.each([
     [21.5, 21.5], [-3, -3], ['21.5', 21.5], [' 3e2 ', 300], ['-0.5', -0.5], ['.5', 0.5], ['5.', 5],
@@ -56,7 +67,9 @@ describe('conversion by type code (CONTRACT 5.4, second table)', () => {
   it.each([13, 36] as const)('type %i stores finite numbers; numeric strings converted; NaN, Infinity and booleans fail', (t) => {
     expect(conv(t, 21.5)).toEqual(E.right(21.5));
     expect(conv(t, '21.5')).toEqual(E.right(21.5));
-    expect(conv(t, NaN)).toEqual(E.left(`value null at path 'p' is not a number for type ${t}`));
+    // a non-finite number is named as such, not as JSON's null (1e400 in a payload parses to Infinity)
+    expect(conv(t, NaN)).toEqual(E.left(`value NaN at path 'p' is not a number for type ${t}`));
+    expect(conv(t, Infinity)).toEqual(E.left(`value Infinity at path 'p' is not a number for type ${t}`));
     expect(E.isLeft(conv(t, Infinity))).toBe(true);
     expect(E.isLeft(conv(t, -Infinity))).toBe(true);
     expect(conv(t, true)).toEqual(E.left(`value true at path 'p' is not a number for type ${t}`));
@@ -100,7 +113,7 @@ describe('timestamps (CONTRACT 5.3)', () => {
   it.each([['yesterday'], ['2026-13-01'], ['2026-02-30'], ['2026-11-21T25:00:00Z'], [''], [true], [{}], [[1]], ['-5'], ['1.5e9'], [Infinity]])(
     'rejects %p',
     (raw) => {
-      expect(ts(raw)).toEqual(E.left(`invalid timestamp at path 'ts': ${JSON.stringify(raw) ?? String(raw)}`));
+      expect(ts(raw)).toEqual(E.left(`invalid timestamp at path 'ts': ${raw === Infinity ? 'Infinity' : JSON.stringify(raw)}`));
     },
   );
 

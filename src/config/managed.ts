@@ -4,6 +4,7 @@ import * as t from 'io-ts';
 import { compilePath, type CompiledPath } from '../mapping/path';
 import { CASDU_MAX, IOA_MAX, TYPE_CODES, VALUE_TYPES, type Mapping, type TypeCode, type ValueType } from '../mapping/types';
 import { formatErrors } from './report';
+import { renderValue, tooDeep } from '../render';
 import { safeUrl } from './urls';
 
 /** CONTRACT 2: the managed settings under `connectors:{ID}:config`, after defaults. */
@@ -55,7 +56,7 @@ const optional = <A>(codec: t.Type<A, unknown, unknown>): t.Type<A | undefined, 
     (a) => a,
   );
 
-const describe = (u: unknown): string => (u === undefined ? 'nothing' : JSON.stringify(u) ?? String(u));
+const describe = (u: unknown): string => (u === undefined ? 'nothing' : renderValue(u));
 
 const intIn = (min: number, max: number) =>
   refine<number>(`integer ${min}..${max}`, (u) =>
@@ -220,15 +221,29 @@ export const decodeManagedSettings = (u: unknown): E.Either<string[], ManagedSet
   );
 };
 
-/** Decodes the text of the config key (or a config file). */
+/** Limits on the config JSON (CONTRACT 6.5): no value in the key may crash a connector. */
+export const CONFIG_MAX_BYTES = 16 * 1024 * 1024;
+export const CONFIG_MAX_DEPTH = 16;
+
+/**
+ * Decodes the text of the config key (or a config file). Total: any text, however large or deeply
+ * nested, gives settings or errors naming the field, and never throws.
+ */
 export const parseManagedSettings = (text: string): E.Either<string[], ManagedSettings> => {
+  if (text.length > CONFIG_MAX_BYTES) return E.left([`(root): larger than ${CONFIG_MAX_BYTES} bytes`]);
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
     return E.left([`(root): not valid JSON: ${(err as Error).message}`]);
   }
-  return decodeManagedSettings(json);
+  const deep = tooDeep(json, CONFIG_MAX_DEPTH);
+  if (deep !== undefined) return E.left([`${deep}: nested deeper than ${CONFIG_MAX_DEPTH} levels`]);
+  try {
+    return decodeManagedSettings(json);
+  } catch (err) {
+    return E.left([`(root): cannot be decoded: ${(err as Error).message}`]);
+  }
 };
 
 export const DEFAULT_SETTINGS: ManagedSettings = withDefaults({});

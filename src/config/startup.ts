@@ -55,7 +55,10 @@ const positiveNumber: Parser<number> = (name, value) => {
 
 /** The push side's share of the 10 s graceful stop (CONTRACT 4.3): at most 10000. */
 const stopTimeout: Parser<number> = (name, value) =>
-  E.chain((n: number) => (n <= 10000 ? E.right(n) : E.left(`${name}: must be at most 10000 (the whole stop takes at most 10 s), got '${value}'`)))(positiveInt(name, value));
+  E.chain((n: number) => (n <= 10000 ? E.right(n) : E.left(`${name}: must be at most 10000 (the whole stop takes at most 10 s), got '${value}'`)))(millis(name, value));
+
+const seconds: Parser<number> = (name, value) =>
+  E.chain((n: number) => (n * 1000 <= MAX_MILLISECONDS ? E.right(n) : E.left(`${name}: must be at most ${MAX_MILLISECONDS / 1000}, got '${value}'`)))(positiveNumber(name, value));
 
 const bool: Parser<boolean> = (name, value) => {
   const v = value.trim().toLowerCase();
@@ -65,8 +68,16 @@ const bool: Parser<boolean> = (name, value) => {
 const nonEmptyText: Parser<string> = (name, value) =>
   value.trim() === '' ? E.left(`${name}: must not be empty`) : E.right(value);
 
-const keyList: Parser<readonly string[]> = (_name, value) =>
-  E.right(value.split(',').map((k) => k.trim()).filter((k) => k.length > 0));
+/** An explicitly set value without any usable key would turn authentication off: refused (CONTRACT 6.5). */
+const keyList: Parser<readonly string[]> = (name, value) => {
+  const keys = value.split(',').map((k) => k.trim()).filter((k) => k.length > 0);
+  return keys.length === 0 && value.trim() !== '' ? E.left(`${name}: no usable key in '${value}' (leave it empty to turn authentication off)`) : E.right(keys);
+};
+
+/** Node timers take at most 2^31 − 1 ms; beyond it they fire at once (CONTRACT 6.5). */
+export const MAX_MILLISECONDS = 2147483647;
+const millis: Parser<number> = (name, value) =>
+  E.chain((n: number) => (n <= MAX_MILLISECONDS ? E.right(n) : E.left(`${name}: must be at most ${MAX_MILLISECONDS}, got '${value}'`)))(positiveInt(name, value));
 
 /** The canonical spelling of every parameter, as the README and error messages show it. */
 export const PARAMETERS = {
@@ -138,24 +149,24 @@ export const loadStartupSettings = (
     id,
     connectionString: get(param(raw, P.connectionString, nonEmptyText, 'localhost:6379'), ''),
     datastore: {
-      connectionRetrySeconds: get(param(raw, P.connectionRetrySeconds, positiveNumber, 2), 2),
-      streamPollIntervalMilliseconds: get(param(raw, P.streamPollIntervalMilliseconds, positiveInt, 500), 500),
+      connectionRetrySeconds: get(param(raw, P.connectionRetrySeconds, seconds, 2), 2),
+      streamPollIntervalMilliseconds: get(param(raw, P.streamPollIntervalMilliseconds, millis, 500), 500),
       startFromLatest: get(param(raw, P.startFromLatest, bool, true), true),
-      configPollIntervalMilliseconds: get(param(raw, P.configPollIntervalMilliseconds, positiveInt, 1000), 1000),
+      configPollIntervalMilliseconds: get(param(raw, P.configPollIntervalMilliseconds, millis, 1000), 1000),
       streamMaxLength: get(param(raw, P.streamMaxLength, positiveInt, 100000), 100000),
       consumerName: get(param(raw, P.consumerName, nonEmptyText, options.hostname), options.hostname),
-      claimIdleMilliseconds: get(param(raw, P.claimIdleMilliseconds, positiveInt, 60000), 60000),
-      claimIntervalMilliseconds: get(param(raw, P.claimIntervalMilliseconds, positiveInt, 30000), 30000),
+      claimIdleMilliseconds: get(param(raw, P.claimIdleMilliseconds, millis, 60000), 60000),
+      claimIntervalMilliseconds: get(param(raw, P.claimIntervalMilliseconds, millis, 30000), 30000),
     },
     webhooks: {
-      batchWindowMilliseconds: get(param(raw, P.batchWindowMilliseconds, positiveInt, 100), 100),
+      batchWindowMilliseconds: get(param(raw, P.batchWindowMilliseconds, millis, 100), 100),
       batchMaxSize: get(param(raw, P.batchMaxSize, positiveInt, 1000), 1000),
-      timeoutMilliseconds: get(param(raw, P.timeoutMilliseconds, positiveInt, 10000), 10000),
+      timeoutMilliseconds: get(param(raw, P.timeoutMilliseconds, millis, 10000), 10000),
       maxAttempts: get(param(raw, P.maxAttempts, positiveInt, 5), 5),
       maxInFlight: get(param(raw, P.maxInFlight, positiveInt, 4), 4),
       stopTimeoutMilliseconds: get(param(raw, P.stopTimeoutMilliseconds, stopTimeout, 8000), 8000),
       circuitFailureThreshold: get(param(raw, P.circuitFailureThreshold, positiveInt, 3), 3),
-      probeIntervalSeconds: get(param(raw, P.probeIntervalSeconds, positiveNumber, 5), 5),
+      probeIntervalSeconds: get(param(raw, P.probeIntervalSeconds, seconds, 5), 5),
       autoRedrive: get(param(raw, P.autoRedrive, bool, true), true),
       deadLetterMaxLength: get(param(raw, P.deadLetterMaxLength, positiveInt, 100000), 100000),
     },

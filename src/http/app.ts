@@ -16,6 +16,8 @@ export interface AppDeps {
   readonly apiKeys: readonly string[];
   readonly isConnected: () => boolean;
   readonly isActive: () => boolean;
+  /** Set when background work died: readiness answers 503 with it until the process exits. */
+  readonly failure?: () => string | undefined;
   readonly openapi: () => object;
   /** The connector's data routes, each behind authentication and the inactive check. */
   readonly dataRoutes: readonly DataRoute[];
@@ -79,7 +81,7 @@ export const createApp = (deps: AppDeps): express.Express => {
     res.json({ status: 'ok' });
   });
   app.get('/health/ready', (_req, res) => {
-    const reason = !deps.isConnected() ? NOT_CONNECTED : !deps.isActive() ? INACTIVE : undefined;
+    const reason = deps.failure?.() ?? (!deps.isConnected() ? NOT_CONNECTED : !deps.isActive() ? INACTIVE : undefined);
     if (reason === undefined) res.json({ status: 'ready' });
     else res.status(503).json({ status: 'not ready', reason });
   });

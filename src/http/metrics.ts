@@ -57,6 +57,7 @@ export const makeMetrics = (who: MetricsIdentity) => {
     groupPending: new Gauge({ name: 'stream_group_pending', help: 'Entries read but not yet acknowledged', ...outbound }),
     streamLength: new Gauge({ name: 'stream_length', help: 'Entries in process:updates (XLEN), to compare the lag with', ...outbound }),
     entriesLost: new Counter({ name: 'stream_entries_lost_total', help: 'Entries trimmed from process:updates before the group read them', ...outbound }),
+    entriesUndeliverable: new Counter({ name: 'stream_entries_undeliverable_total', help: 'Entries of process:updates that could not be delivered (logged, acknowledged, skipped)', ...outbound }),
     entriesRead: new Counter({ name: 'stream_entries_read_total', help: 'Entries read from process:updates', ...outbound }),
   };
 };

@@ -1,11 +1,12 @@
 import * as E from 'fp-ts/Either';
+import { renderValue } from '../render';
 import type { TypeCode, ValueType } from './types';
 
-/** How a value is shown in an error text: JSON, cut short so one error cannot flood the error stream. */
-export const show = (u: unknown): string => {
-  const s = JSON.stringify(u) ?? String(u);
-  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
-};
+/**
+ * How a value is shown in an error text: JSON, cut short so one error cannot flood the error
+ * stream, depth-limited so that no payload can make it throw (CONTRACT 6.5).
+ */
+export const show = (u: unknown): string => renderValue(u, 80);
 
 const DECIMAL = /^\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*$/;
 const INTEGER = /^\s*[+-]?[0-9]+\s*$/;

@@ -30,6 +30,11 @@ export interface ConnectorContext {
 export interface Background {
   /** Finishes what is under way by `deadline` (epoch ms) and releases its resources. */
   stop(deadline: number): Promise<void>;
+  /**
+   * Resolves with the reason if the work died (CONTRACT 6.5): readiness turns 503 and the
+   * connector stops and exits non-zero, so that the orchestrator restarts it — never a silent stop.
+   */
+  readonly failed?: Promise<string>;
 }
 
 export interface ConnectorParts {
@@ -44,25 +49,35 @@ export type Outcome = { readonly code: number; readonly message?: string };
 export const configKey = (id: string): string => `connectors:${id}:config`;
 
 /** The HTTP app of a connector: the shell of createApp around the connector's own parts. */
-export const makeApp = (kind: ConnectorKind, ctx: ConnectorContext, parts: ConnectorParts, addresses: () => readonly string[] = () => []) =>
+export const makeApp = (
+  kind: ConnectorKind, ctx: ConnectorContext, parts: ConnectorParts, addresses: () => readonly string[] = () => [], failure: () => string | undefined = () => undefined,
+) =>
   createApp({
     log: ctx.log,
     metrics: ctx.metrics,
     apiKeys: ctx.startup.apiKeys,
     isConnected: ctx.datastore.isConnected,
     isActive: () => ctx.settings.isActive,
+    failure,
     dataRoutes: parts.dataRoutes,
     openapi: () => openApiDocument(`rest-connectors ${kind}`, VERSION, ctx.startup.apiKeys.length > 0, addresses(), parts.openapi),
   });
 
+/** The config key holds something that is not a string: a startup error (exit 2), not a retry. */
+class WrongType {
+  constructor(readonly message: string) {}
+}
+
 /** Reads the config key once connected, trying again while the connection comes and goes. */
-const loadConfigText = async (ds: Datastore, key: string, log: Logger): Promise<string | null> => {
+const loadConfigText = async (ds: Datastore, key: string, log: Logger): Promise<string | null | WrongType> => {
   for (;;) {
     await ds.ready();
     try {
       return await ds.client.get(key);
     } catch (err) {
-      log.warn({ err: (err as Error).message }, 'reading the configuration failed; trying again');
+      const message = (err as Error).message;
+      if (/WRONGTYPE/.test(message)) return new WrongType(`${key} is not a string (${await ds.client.type(key).catch(() => 'another type')}): ${message}`);
+      log.warn({ err: message }, 'reading the configuration failed; trying again');
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -96,6 +111,11 @@ export const runConnector = async (
     detachSignals();
     return { code: 0 };
   }
+  if (first instanceof WrongType) {
+    await datastore.close();
+    detachSignals();
+    return { code: 2, message: first.message };
+  }
   const raw = first;
   let settings: ManagedSettings;
   if (raw === null) {
@@ -118,7 +138,8 @@ export const runConnector = async (
   const ctx: ConnectorContext = { startup, settings, datastore, redisOptions, log, metrics };
   const parts = build(ctx);
   let listening: Listening | undefined;
-  const app = makeApp(kind, ctx, parts, () => listening?.addresses ?? []);
+  let failure: string | undefined;
+  const app = makeApp(kind, ctx, parts, () => listening?.addresses ?? [], () => failure);
 
   try {
     listening = await listenAll(app, settings.hostUrls);
@@ -156,7 +177,11 @@ export const runConnector = async (
     });
     stopWatch = () => sub.unsubscribe();
   });
-  await Promise.race([signal, changed]);
+  const died = background?.failed?.then((reason) => {
+    failure = reason;
+    return 'failed' as const;
+  });
+  const why = await Promise.race([signal, changed, ...(died ? [died] : [])]);
   stopWatch();
   const deadline = Date.now() + GRACE_MS;
   await Promise.all([listening.close(GRACE_MS), background?.stop(deadline)]);
@@ -164,5 +189,5 @@ export const runConnector = async (
   await datastore.close();
   detachSignals();
   log.info('stopped');
-  return { code: 0 };
+  return why === 'failed' ? { code: 1, message: failure } : { code: 0 };
 };

@@ -114,25 +114,37 @@ const startPush = (ctx: ConnectorContext, board: WebhookStatus[]): Background =>
         markDone: state.markDone,
         ack: (first, ids, keys) => state.ack(first, ids, keys).pipe(tap(() => ids.forEach((id) => inFlight.delete(id)))),
       },
-      onUndecodable: (id, reason) => log.warn({ id, reason }, 'stream entry skipped and acknowledged'),
+      onUndecodable: (id, reason) => {
+        metrics.entriesUndeliverable.inc();
+        log.warn({ id, reason }, 'stream entry skipped and acknowledged');
+      },
       onBatch: (b) => metrics.batchSize.observe(b.size),
     }),
   );
 
   let finished!: () => void;
   const done = new Promise<void>((resolve) => (finished = resolve));
+  let fail!: (reason: string) => void;
+  const failed = new Promise<string>((resolve) => (fail = resolve));
   // The one subscription of the push side; its errors cannot end delivery silently.
   const subscription = pipeline$.subscribe({
     error: (err: unknown) => {
-      log.fatal({ err: err instanceof Error ? err.message : String(err) }, 'push pipeline failed');
+      const reason = err instanceof Error ? err.message : String(err);
+      log.fatal({ err: reason }, 'push pipeline failed; stopping, so that the orchestrator restarts the connector');
       finished();
+      fail(`push pipeline failed: ${reason}`);
     },
-    complete: () => finished(),
+    complete: () => {
+      finished();
+      // the pipeline only completes by itself when stopping; any other end is a failure
+      if (!stopping) fail('push pipeline ended unexpectedly');
+    },
   });
   const monitor = interval(LOSS_CHECK_MS).pipe(exhaustMap(() => checkLoss$)).subscribe();
   log.info({ group, consumer: startup.datastore.consumerName, webhooks: settings.webhooks.length }, 'push pipeline started');
 
   return {
+    failed,
     stop: async (deadline) => {
       stopping = true;
       monitor.unsubscribe();

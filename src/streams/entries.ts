@@ -46,7 +46,8 @@ const ADDRESS = /^[0-9]+$/;
 
 /**
  * CONTRACT 4.2: `data` parsed; `casdu`, `ioa`, `source` filled from the entry's fields where
- * `data` lacks them; every other field of `data` kept as it is.
+ * `data` lacks them; every other field of `data` kept as it is. Total over any entry (CONTRACT
+ * 6.5): whatever a foreign writer put in the stream, it returns a result and never throws.
  */
 export const decodeEntry = (e: StreamEntry): DecodeResult => {
   if (e.fields === null) return { ok: false, id: e.id, reason: 'entry was deleted from the stream before it was delivered' };
@@ -79,5 +80,10 @@ export const decodeEntry = (e: StreamEntry): DecodeResult => {
   if (!('casdu' in point) && casdu !== undefined) point.casdu = ADDRESS.test(casdu) ? Number(casdu) : casdu;
   if (!('ioa' in point) && ioa !== undefined) point.ioa = ADDRESS.test(ioa) ? Number(ioa) : ioa;
   if (!('source' in point) && source !== undefined) point.source = source;
-  return { ok: true, entry: { id: e.id, json: JSON.stringify(point) } };
+  try {
+    return { ok: true, entry: { id: e.id, json: JSON.stringify(point) } };
+  } catch (err) {
+    // e.g. nested too deep for the serialiser (RangeError): undeliverable, never the pipeline's end
+    return { ok: false, id: e.id, reason: `data cannot be serialised again: ${(err as Error).message}` };
+  }
 };

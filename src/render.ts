@@ -1,0 +1,51 @@
+/**
+ * A value of outside data as an error text shows it: JSON, cut at `max` characters, with arrays
+ * and objects below `depth` levels shown as `[…]` / `{…}`. Total: never throws and never walks
+ * more than it shows, whatever the value (deeply nested, huge, cyclic, BigInt).
+ */
+export const renderValue = (u: unknown, max = 80, depth = 8): string => {
+  let out = '';
+  const emit = (s: string): boolean => {
+    out += s;
+    return out.length <= max;
+  };
+  const walk = (v: unknown, level: number): boolean => {
+    if (v === undefined) return emit('undefined');
+    if (v === null || typeof v === 'boolean') return emit(String(v));
+    if (typeof v === 'number') return emit(Number.isFinite(v) ? String(v) : String(v));
+    if (typeof v === 'string') return emit(JSON.stringify(v.length > max ? v.slice(0, max + 1) : v));
+    if (typeof v !== 'object') return emit(String(v));
+    if (Array.isArray(v)) {
+      if (level >= depth) return emit('[…]');
+      if (!emit('[')) return false;
+      for (let i = 0; i < v.length; i++) if ((i > 0 && !emit(',')) || !walk(v[i], level + 1)) return false;
+      return emit(']');
+    }
+    if (level >= depth) return emit('{…}');
+    if (!emit('{')) return false;
+    let first = true;
+    for (const k of Object.keys(v)) {
+      if ((!first && !emit(',')) || !emit(`${JSON.stringify(k.length > max ? k.slice(0, max + 1) : k)}:`) || !walk((v as Record<string, unknown>)[k], level + 1)) return false;
+      first = false;
+    }
+    return emit('}');
+  };
+  walk(u, 0);
+  return out.length > max ? `${out.slice(0, max - 3)}...` : out;
+};
+
+/**
+ * The path of the first place in a parsed JSON value nested deeper than `maxDepth`, as config
+ * errors name fields (`mappings[3].casdu`); undefined when there is none. Iterative: any depth.
+ */
+export const tooDeep = (root: unknown, maxDepth: number): string | undefined => {
+  const stack: Array<{ v: unknown; path: string; depth: number }> = [{ v: root, path: '', depth: 0 }];
+  while (stack.length > 0) {
+    const { v, path, depth } = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= maxDepth) return path === '' ? '(root)' : path;
+    if (Array.isArray(v)) for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: `${path}[${i}]`, depth: depth + 1 });
+    else for (const k of Object.keys(v).reverse()) stack.push({ v: (v as Record<string, unknown>)[k], path: path === '' ? k : `${path}.${k}`, depth: depth + 1 });
+  }
+  return undefined;
+};

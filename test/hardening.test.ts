@@ -1,0 +1,129 @@
+import * as E from 'fp-ts/Either';
+import { createServer } from 'node:http';
+import { Writable } from 'node:stream';
+import { createApp } from '../src/http/app';
+import { makeMetrics } from '../src/http/metrics';
+import { parseConnectionString, toRedisOptions } from '../src/config/connectionString';
+import { parseManagedSettings } from '../src/config/managed';
+import { collectRaw, loadStartupSettings } from '../src/config/startup';
+import { makeLogger } from '../src/runtime/logger';
+import { runConnector } from '../src/runtime/connector';
+import { decodeEntry } from '../src/streams/entries';
+import { Connector, eventually, runCli } from './helpers/cli';
+import { request } from './helpers/http';
+import { pendingCount, pushHarness } from './helpers/push';
+import { freePort, privateRedis, type TestRedis } from './helpers/redis';
+import { tally } from './helpers/tally';
+import type { Redis } from 'ioredis';
+
+/** Issue 12, cases 3, 4, 8 and 13: no data and no parameter can crash a connector or turn safety off. */
+let redis: TestRedis;
+let client: Redis;
+const h = pushHarness(() => redis, () => client);
+const r = privateRedis();
+beforeAll(() => {
+  ({ redis, client } = r);
+});
+afterEach(() => h.cleanup());
+
+const nested = (depth: number): string => `${'['.repeat(depth)}1${']'.repeat(depth)}`;
+
+describe('case 3: a poison entry cannot stop push', () => {
+  it('decoding is total: data nested 10,000 levels deep that needs its fields filled in is undeliverable, not a throw', () => {
+    const entry = { id: '1-0', fields: ['casdu', '1', 'ioa', '2', 'source', 's', 'data', `{"deep":${nested(10000)}}`] };
+    expect(decodeEntry(entry)).toMatchObject({ ok: false, id: '1-0', reason: expect.stringMatching(/^data cannot be serialised again/) });
+  });
+
+  it('the entry is logged, acknowledged and counted; delivery goes on, before and after a restart', async () => {
+    const rec = await h.receiver();
+    const { c, base } = await h.outbound('poison', [{ url: rec.url }]);
+    await h.produce(0, 5);
+    await client.xadd('process:updates', '*', 'casdu', '1', 'ioa', '2', 'source', 's', 'data', `{"deep":${nested(10000)}}`);
+    await h.produce(5, 5);
+    await eventually(() => (tally(rec).seqs.size === 10 ? true : undefined), 20000, 'the entries around it delivered');
+    await eventually(async () => ((await pendingCount(client, 'poison')) === 0 ? true : undefined));
+    expect(c.logs().some((l) => l.msg === 'stream entry skipped and acknowledged' && /serialised/.test(String(l.reason)))).toBe(true);
+    expect((await request(`${base}/metrics`)).text).toMatch(/^stream_entries_undeliverable_total 1$/m);
+    expect((await request(`${base}/health/ready`)).status).toBe(200);
+    await c.stop('SIGKILL');
+    await h.outbound('poison', [{ url: rec.url }]);
+    await h.produce(10, 5);
+    await eventually(() => (tally(rec).seqs.size === 15 ? true : undefined), 20000, 'still delivering after the restart');
+  });
+
+  it('a background failure ends the connector with a non-zero status; readiness says why meanwhile', async () => {
+    const app = createApp({
+      log: makeLogger({}, new Writable({ write: (_c, _e, cb) => cb() })), metrics: makeMetrics({ kind: 'outbound', id: 'x', version: '0' }), apiKeys: [],
+      isConnected: () => true, isActive: () => true, failure: () => 'push pipeline failed: boom', dataRoutes: [], openapi: () => ({}),
+    });
+    const server = createServer(app).listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const ready = await request(`http://127.0.0.1:${(server.address() as { port: number }).port}/health/ready`);
+    server.close();
+    expect([ready.status, ready.json()]).toEqual([503, { status: 'not ready', reason: 'push pipeline failed: boom' }]);
+
+    const startup = loadStartupSettings(collectRaw({}, { Id: 'dies', ConnectionStrings__Datastore: redis.url }), { requireId: true, hostname: 'h' });
+    if (E.isLeft(startup)) throw new Error(startup.left.join());
+    const target = parseConnectionString(redis.url);
+    if (E.isLeft(target)) throw new Error(target.left);
+    const port = await freePort();
+    await client.set('connectors:dies:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`] }));
+    const lines: string[] = [];
+    const log = makeLogger({}, new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }));
+    let die!: (reason: string) => void;
+    const outcome = runConnector('outbound', startup.right, toRedisOptions(target.right), log, () => ({
+      dataRoutes: [],
+      openapi: { paths: {}, schemas: {} },
+      start: () => ({ failed: new Promise<string>((resolve) => (die = resolve)), stop: async () => undefined }),
+    }));
+    await eventually(async () => ((await request(`http://127.0.0.1:${port}/health/ready`)).status === 200 ? true : undefined));
+    die('push pipeline failed: boom');
+    expect(await outcome).toEqual({ code: 1, message: 'push pipeline failed: boom' });
+  });
+});
+
+describe('case 4: a deeply nested value in the config key', () => {
+  // built as text: JSON.stringify itself cannot serialise such a value
+  const deepConfig = `{"mappings":[{"name":"m","topic":"t","casdu":${nested(10000)},"ioa":1,"type":36,"valuePath":"v"}]}`;
+
+  it('is refused, naming the field, by the decoder (never a throw)', () => {
+    expect(parseManagedSettings(deepConfig)).toEqual(E.left(['mappings[0].casdu[0][0][0][0][0][0][0][0][0][0][0][0][0]: nested deeper than 16 levels']));
+    expect(parseManagedSettings(`{"webhooks":[{"url":"http://a/","headers":{"X":${nested(20)}}}]}`)).toMatchObject({ _tag: 'Left' });
+  });
+
+  it('at start-up: exit 2 naming the field; at run time: logged as invalid, the connector keeps running', async () => {
+    await client.set('connectors:deep-1:config', deepConfig);
+    const start = await runCli(['inbound'], { Id: 'deep-1', ConnectionStrings__Datastore: redis.url });
+    expect([start.code, start.stderr.trim()]).toEqual([2, expect.stringMatching(/^rest-connector: connectors:deep-1:config is invalid: mappings\[0\]\.casdu(\[0\])+: nested deeper than 16 levels$/)]);
+    const port = await freePort();
+    await client.set('connectors:deep-2:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`] }));
+    const c = new Connector('inbound', { Id: 'deep-2', ConnectionStrings__Datastore: redis.url, Datastore__ConfigPollIntervalMilliseconds: '100' });
+    try {
+      await c.waitForLog((l) => String(l.msg).endsWith('connector listening'));
+      await client.set('connectors:deep-2:config', deepConfig);
+      await c.waitForLog((l) => l.msg === 'configuration change is invalid; keeping the current configuration');
+      expect((await request(`http://127.0.0.1:${port}/health/live`)).status).toBe(200);
+      expect(c.proc.exitCode).toBeNull();
+    } finally {
+      expect(await c.stop()).toBe(0);
+    }
+  });
+});
+
+it('case 8: a config key of the wrong type is a startup error naming the key (exit 2), not a retry for ever', async () => {
+  await client.hset('connectors:hash:config', 'a', '1');
+  const r8 = await runCli(['outbound'], { Id: 'hash', ConnectionStrings__Datastore: redis.url });
+  expect([r8.code, r8.stderr.trim()]).toEqual([2, expect.stringMatching(/^rest-connector: connectors:hash:config is not a string \(hash\): WRONGTYPE/)]);
+});
+
+describe('case 13: parameters that would disable safety are startup errors', () => {
+  it.each([
+    ['Authentication__ApiKeys', ' , ', /^rest-connector: Authentication:ApiKeys: no usable key in ' , '/],
+    ['Webhooks__TimeoutMilliseconds', '2147483648', /^rest-connector: Webhooks:TimeoutMilliseconds: must be at most 2147483647, got '2147483648'$/],
+    ['Datastore__StreamPollIntervalMilliseconds', '99999999999', /^rest-connector: Datastore:StreamPollIntervalMilliseconds: must be at most 2147483647/],
+    ['Datastore__ConnectionRetrySeconds', '9999999', /^rest-connector: Datastore:ConnectionRetrySeconds: must be at most 2147483.647/],
+  ])('%s=%j: exit 2 naming it', async (name, value, message) => {
+    const run = await runCli(['outbound'], { Id: 'p', ConnectionStrings__Datastore: redis.url, [name]: value });
+    expect([run.code, run.stderr.trim()]).toEqual([2, expect.stringMatching(message)]);
+  });
+});
