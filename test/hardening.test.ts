@@ -127,3 +127,68 @@ describe('case 13: parameters that would disable safety are startup errors', () 
     expect([run.code, run.stderr.trim()]).toEqual([2, expect.stringMatching(message)]);
   });
 });
+
+describe('cases 12 and 14: query strings and GET-all', () => {
+  const { startInProcess } = require('./helpers/inProcess') as typeof import('./helpers/inProcess');
+  const { buildInbound } = require('../src/runtime/inbound') as typeof import('../src/runtime/inbound');
+  const { outboundRoutes, outboundOpenApi } = require('../src/http/outbound') as typeof import('../src/http/outbound');
+  const pull = (ctx: import('../src/runtime/connector').ConnectorContext) => ({
+    dataRoutes: outboundRoutes({ redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, log: ctx.log, metrics: ctx.metrics }),
+    openapi: outboundOpenApi,
+  });
+  const junk = Array.from({ length: 1000 }, (_, i) => `j${i}=1`).join('&');
+  const scans = async () => Number(/cmdstat_scan:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
+
+  it('case 12: over 1000 parameters, or a repeated casdu, ioa or topic anywhere, is refused', async () => {
+    const out = await startInProcess('outbound', pull, redis, {});
+    const inb = await startInProcess('inbound', buildInbound, redis, { mappings: [{ name: 'm', topic: 't', casdu: 1, ioa: 1, type: 36, valuePath: 'v' }] });
+    try {
+      const get = (q: string) => request(`${out.url}/api/datapoints?${q}`);
+      expect((await get(`${junk}&casdu=70000`)).json()).toEqual({ code: 'invalid_casdu', message: 'casdu must be an unsigned integer in 0 to 65535' });
+      expect((await get(`${junk}&ioa=1`)).json().code).toBe('invalid_ioa');
+      expect((await get(`${junk}&x=1`)).json().code).toBe('invalid_query');
+      expect((await get('casdu=1&x=2&casdu=1')).json().code).toBe('invalid_casdu');
+      expect((await get('ioa=1&ioa=1')).status).toBe(400);
+      expect((await get(`${Array.from({ length: 998 }, (_, i) => `j${i}=1`).join('&')}&casdu=1&ioa=1`)).status).toBe(200);
+      const post = (q: string) => request(`${inb.url}/api/datapoints?${q}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"v":1}' });
+      const twice = await post(`topic=t&${junk}&topic=b`);
+      expect([twice.status, twice.json().code]).toEqual([400, 'missing_topic']);
+      expect((await post('topic=t&x=1&topic=t')).status).toBe(400);
+      expect(await client.exists('process:image:casdu:1:ioa:1')).toBe(0);
+      expect((await post('topic=t')).status).toBe(200);
+    } finally {
+      await Promise.all([out.close(), inb.close()]);
+    }
+  });
+
+  it('case 14: HEAD reads no key; a GET-all whose client left stops scanning', async () => {
+    const pipe = client.pipeline();
+    for (let i = 0; i < 60000; i++) pipe.set(`process:image:casdu:9:ioa:${i}`, '{"casdu":9}');
+    await pipe.exec();
+    const out = await startInProcess('outbound', pull, redis, {});
+    try {
+      const before = await scans();
+      const head = await request(`${out.url}/api/datapoints`, { method: 'HEAD' });
+      expect([head.status, head.headers['content-type']]).toEqual([200, 'application/json; charset=utf-8']);
+      expect(await scans()).toBe(before);
+      // one full read, to know what a full SCAN costs here
+      expect((await request(`${out.url}/api/datapoints?casdu=9`)).json().datapoints).toHaveLength(60000);
+      const full = (await scans()) - before;
+      expect(full).toBeGreaterThan(3);
+      // 10 clients that leave at once
+      const { request: raw } = require('node:http') as typeof import('node:http');
+      await Promise.all(Array.from({ length: 10 }, () => new Promise<void>((resolve) => {
+        const req = raw(`${out.url}/api/datapoints`, { agent: false });
+        req.on('error', () => resolve());
+        req.on('socket', (s) => s.on('connect', () => setTimeout(() => (req.destroy(), resolve()), 5)));
+        req.end();
+      })));
+      await new Promise((res) => setTimeout(res, 1500));
+      const afterLeaving = (await scans()) - before - full;
+      expect(afterLeaving).toBeLessThan(10 * full / 2);
+    } finally {
+      await out.close();
+      await client.flushall();
+    }
+  });
+});

@@ -7,6 +7,7 @@ import { failureBody, okBody } from '../mapping/responses';
 import type { Mapping } from '../mapping/types';
 import type { Logger } from '../runtime/logger';
 import { isJsonMediaType, readBody } from './body';
+import { MAX_QUERY_PARAMETERS, parseRawQuery } from './query';
 import type { Metrics } from './metrics';
 import { problem, jsonError, type OpenApiPart } from './openapi';
 import { NOT_CONNECTED, sendError, sendJsonText, sendProblem } from './problem';
@@ -44,9 +45,12 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
       sendProblem(res, 503, NOT_CONNECTED);
     };
     const receivedAt = d.now().toISOString();
-    const topic = req.query.topic;
-    if (typeof topic !== 'string' || topic === '') {
-      sendError(res, 400, 'missing_topic', "query parameter 'topic' is required, once, and must not be empty");
+    // every parameter of the raw query counts (CONTRACT 6.5): a second topic anywhere is refused
+    const query = parseRawQuery(req.originalUrl);
+    const topics = query.values('topic');
+    const topic = topics[0];
+    if (topics.length !== 1 || topic === undefined || topic === '' || query.count > MAX_QUERY_PARAMETERS) {
+      sendError(res, 400, 'missing_topic', "query parameter 'topic' is required, once, and must not be empty (at most 1000 parameters)");
       return;
     }
     if (!isJsonMediaType(req.headers['content-type'])) {

@@ -7,6 +7,7 @@ import type { Logger } from '../runtime/logger';
 import type { Metrics } from './metrics';
 import { problem, type OpenApiPart } from './openapi';
 import { decodePointFilter, parseImageKey, scanPattern, type PointFilter } from './outboundQuery';
+import { parseRawQuery } from './query';
 import { NOT_CONNECTED, sendError, sendJsonText, sendProblem } from './problem';
 
 export interface OutboundDeps {
@@ -26,11 +27,13 @@ const SCAN_COUNT = 10000;
  * ordered by casdu, then ioa), sorted and deduplicated (SCAN may repeat a key). Numbers, not key
  * strings, are what memory holds for the length of the response: 8 bytes a point.
  */
-const findAddresses = async (redis: Redis, f: PointFilter): Promise<Float64Array> => {
+const findAddresses = async (redis: Redis, f: PointFilter, gone: () => boolean): Promise<Float64Array | null> => {
   const pattern = scanPattern(f);
   const found: number[] = [];
   let cursor = '0';
   do {
+    // a client that left gets no more scanning (CONTRACT 6.5): its SCAN would only load Redis
+    if (gone()) return null;
     const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
     for (const key of keys) {
       const addr = parseImageKey(key);
@@ -116,7 +119,7 @@ const streamPoints = async (d: OutboundDeps, res: Response, addresses: Float64Ar
 
 export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
   { method: 'get', path: '/api/datapoints', handler: async (req, res) => {
-    const filter = decodePointFilter(req.query as Record<string, unknown>);
+    const filter = decodePointFilter(parseRawQuery(req.originalUrl));
     if (E.isLeft(filter)) {
       sendError(res, 400, filter.left.code, filter.left.message);
       return;
@@ -125,8 +128,17 @@ export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
       sendProblem(res, 503, NOT_CONNECTED);
       return;
     }
+    if (req.method === 'HEAD') {
+      // the same status and headers as a GET, without reading a key
+      res.statusCode = 200;
+      res.setHeader('Content-Type', 'application/json; charset=utf-8');
+      res.end();
+      return;
+    }
+    let left = false;
+    res.once('close', () => (left = true));
     const f = filter.right;
-    let addresses: Float64Array;
+    let addresses: Float64Array | null;
     try {
       if (f.casdu !== undefined && f.ioa !== undefined) {
         const key = processImageKey(f.casdu, f.ioa);
@@ -140,7 +152,8 @@ export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
         sendJsonText(res, 200, ok ? `{"datapoints":[${value}]}` : '{"datapoints":[]}');
         return;
       }
-      addresses = await findAddresses(d.redis, f);
+      addresses = await findAddresses(d.redis, f, () => left || !res.writable);
+      if (addresses === null) return;
     } catch (err) {
       d.log.warn({ err: (err as Error).message }, 'reading data points failed');
       sendProblem(res, 503, NOT_CONNECTED);

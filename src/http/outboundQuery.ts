@@ -1,5 +1,6 @@
 import * as E from 'fp-ts/Either';
 import { CASDU_MAX, IOA_MAX } from '../mapping/types';
+import { MAX_QUERY_PARAMETERS, type RawQuery } from './query';
 
 export interface PointFilter {
   readonly casdu?: number;
@@ -7,7 +8,7 @@ export interface PointFilter {
 }
 
 export interface QueryError {
-  readonly code: 'invalid_casdu' | 'invalid_ioa';
+  readonly code: 'invalid_casdu' | 'invalid_ioa' | 'invalid_query';
   readonly message: string;
 }
 
@@ -24,11 +25,22 @@ const field = (name: 'casdu' | 'ioa', max: number, raw: unknown): E.Either<Query
   return n <= max ? E.right(n) : E.left(ERRORS[name]);
 };
 
-/** CONTRACT 4.1; casdu is checked first. */
-export const decodePointFilter = (query: Record<string, unknown>): E.Either<QueryError, PointFilter> => {
-  const casdu = field('casdu', CASDU_MAX, query.casdu);
+/** One value given, or none; a repeated parameter is invalid (CONTRACT 4.1: at most once). */
+const single = (values: readonly string[]): unknown => (values.length === 0 ? undefined : values.length === 1 ? values[0] : values);
+
+/**
+ * CONTRACT 4.1 and 6.5; casdu is checked first. Every parameter of the raw query counts: a
+ * repeated `casdu`/`ioa` anywhere is invalid, and so is a query of more than 1000 parameters
+ * (with the code of the first address parameter it has, else `invalid_query`).
+ */
+export const decodePointFilter = (query: RawQuery): E.Either<QueryError, PointFilter> => {
+  if (query.count > MAX_QUERY_PARAMETERS) {
+    const code = query.values('casdu').length > 0 ? 'casdu' : query.values('ioa').length > 0 ? 'ioa' : undefined;
+    return E.left(code !== undefined ? ERRORS[code] : { code: 'invalid_query', message: `a query may have at most ${MAX_QUERY_PARAMETERS} parameters` });
+  }
+  const casdu = field('casdu', CASDU_MAX, single(query.values('casdu')));
   if (E.isLeft(casdu)) return casdu;
-  const ioa = field('ioa', IOA_MAX, query.ioa);
+  const ioa = field('ioa', IOA_MAX, single(query.values('ioa')));
   if (E.isLeft(ioa)) return ioa;
   return E.right({
     ...(casdu.right !== undefined ? { casdu: casdu.right } : {}),
