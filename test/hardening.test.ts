@@ -192,3 +192,33 @@ describe('cases 12 and 14: query strings and GET-all', () => {
     }
   });
 });
+
+describe('case 15: codes and texts', () => {
+  const { readTimestamp } = require('../src/mapping/timestamp') as typeof import('../src/mapping/timestamp');
+  const { startInProcess } = require('./helpers/inProcess') as typeof import('./helpers/inProcess');
+  const { buildInbound } = require('../src/runtime/inbound') as typeof import('../src/runtime/inbound');
+
+  it('timestamps outside the years 0000-9999 are invalid (no RFC 3339 form)', () => {
+    expect(readTimestamp(253402300800000, 'ts')).toEqual(E.left("invalid timestamp at path 'ts': 253402300800000")); // 10000-01-01
+    expect(readTimestamp(253402300799999, 'ts')).toEqual(E.right('9999-12-31T23:59:59.999Z'));
+    expect(readTimestamp(-62167219200001, 'ts')).toEqual(E.left("invalid timestamp at path 'ts': -62167219200001")); // before 0000
+  });
+
+  it('Content-Encoding other than identity is 415; a value nested 5,000 levels deep at a path is 422; the 422 log line lists at most 20 failures', async () => {
+    const mappings = Array.from({ length: 30 }, (_, i) => ({ name: `m${i}`, topic: 't', casdu: 1, ioa: i, type: 36, valuePath: `v${i}` }));
+    const app = await startInProcess('inbound', buildInbound, redis, { mappings: [...mappings, { name: 'deep', topic: 'd', casdu: 1, ioa: 99, type: 36, valuePath: 'x' }] });
+    try {
+      const post = (topic: string, body: string, headers: Record<string, string> = {}) =>
+        request(`${app.url}/api/datapoints?topic=${topic}`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body });
+      const gz = await post('t', '{}', { 'Content-Encoding': 'gzip' });
+      expect([gz.status, gz.json().code]).toEqual([415, 'unsupported_media_type']);
+      expect((await post('t', '{}', { 'Content-Encoding': 'identity' })).status).toBe(422);
+      const line = app.logs().find((l) => l.msg === 'mappings failed; nothing written') as { failedCount: number; failed: unknown[] };
+      expect([line.failedCount, line.failed.length]).toEqual([30, 20]);
+      const deep = await post('d', `{"x":${nested(5000)}}`);
+      expect([deep.status, deep.json().failed[0].error]).toEqual([422, "value [[[[[[[[[…]]]]]]]]] at path 'x' is not a float"]);
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -57,6 +57,12 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
       sendError(res, 415, 'unsupported_media_type', 'the content type must be application/json');
       return;
     }
+    const encoding = req.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      // CONTRACT 6.5: a compressed body would otherwise be read as JSON text
+      sendError(res, 415, 'unsupported_media_type', 'the content encoding must be identity (no compression)');
+      return;
+    }
     const body = await readBody(req, d.maxBodyBytes);
     if (!body.ok) {
       if (body.reason === 'too_large') {
@@ -101,7 +107,11 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
     const recorded = await execAtomically(d.redis, errorCommands(d.connectorId, topic, failures));
     if (E.isLeft(recorded)) return unavailable(topic, recorded.left, 'recording the mapping errors failed');
     d.metrics.inboundWrites.inc({ outcome: 'rejected' });
-    d.log.warn({ topic, failed: failures.failed.map((f) => ({ signalId: f.mapping.name, error: f.error })) }, 'mappings failed; nothing written');
+    // at most 20 failures in the line, and their count (a topic may have thousands of mappings)
+    d.log.warn(
+      { topic, failedCount: failures.failed.length, failed: failures.failed.slice(0, 20).map((f) => ({ signalId: f.mapping.name, error: f.error })) },
+      'mappings failed; nothing written',
+    );
     sendJsonText(res, 422, JSON.stringify(failureBody(topic, failures)));
   } },
 ];

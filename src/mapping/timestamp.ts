@@ -46,5 +46,9 @@ export const readTimestamp = (raw: unknown, path: string): E.Either<string, stri
   let d: Date | undefined;
   if (typeof raw === 'number') d = fromNumber(raw);
   else if (typeof raw === 'string') d = /^[0-9]+$/.test(raw) ? fromNumber(Number(raw)) : fromIso(raw.trim());
-  return d === undefined ? E.left(`invalid timestamp at path '${path}': ${show(raw)}`) : E.right(d.toISOString());
+  // years outside 0000–9999 have no RFC 3339 form (toISOString writes ±YYYYYY): invalid (CONTRACT 6.5)
+  const year = d?.getUTCFullYear();
+  return d === undefined || year === undefined || year < 0 || year > 9999
+    ? E.left(`invalid timestamp at path '${path}': ${show(raw)}`)
+    : E.right(d.toISOString());
 };
