@@ -222,3 +222,98 @@ describe('case 15: codes and texts', () => {
     }
   });
 });
+
+describe('cases 5, 6 and 7: connection, memory and time budgets', () => {
+  const { connect } = require('node:net') as typeof import('node:net');
+  const launch = async (kind: 'inbound' | 'outbound', id: string, env: Record<string, string>) => {
+    const port = await freePort();
+    await client.set(`connectors:${id}:config`, JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], mappings: [{ name: 'm', topic: 't', casdu: 1, ioa: 1, type: 36, valuePath: 'v' }] }));
+    const c = new Connector(kind, { Id: id, ConnectionStrings__Datastore: redis.url, ...env });
+    await c.waitForLog((l) => String(l.msg).endsWith('connector listening'));
+    return { c, base: `http://127.0.0.1:${port}`, port };
+  };
+  const open = (port: number) => new Promise<import('node:net').Socket>((resolve, reject) => {
+    const s = connect(port, '127.0.0.1', () => resolve(s));
+    s.on('error', reject);
+  });
+
+  it('case 5: connections past Http:MaxConnections are refused at once; slow headers are cut at Http:HeadersTimeoutMilliseconds, and health answers again', async () => {
+    const { c, base, port } = await launch('inbound', 'conns', { Http__MaxConnections: '20', Http__HeadersTimeoutMilliseconds: '800' });
+    const slow: Array<import('node:net').Socket> = [];
+    try {
+      for (let i = 0; i < 20; i++) {
+        const s = await open(port);
+        s.on('error', () => undefined);
+        s.write('GET /health/live HTTP/1.1\r\nHost: x\r\n'); // headers never end
+        s.resume(); // read what the server sends (its 408), so that its close is seen
+        slow.push(s);
+      }
+      await new Promise((res) => setTimeout(res, 100));
+      await expect(request(`${base}/health/live`)).rejects.toThrow(); // the 21st is closed at once
+      const closed = await Promise.all(slow.map((s) => new Promise<boolean>((res) => (s.destroyed ? res(true) : s.once('close', () => res(true))))));
+      expect(closed.every(Boolean)).toBe(true); // every slow one cut by the headers timeout
+      expect((await request(`${base}/health/live`)).status).toBe(200);
+    } finally {
+      for (const s of slow) s.destroy();
+      expect(await c.stop()).toBe(0);
+    }
+  });
+
+  it('case 6: bodies in flight past Http:MaxBodyBytesInFlight get 503 with Retry-After; a GET-all never read is cut off', async () => {
+    const { c, base, port } = await launch('inbound', 'budget', { Http__MaxBodyBytesInFlight: '1500', Http__MaxBodyBytes: '1000' });
+    const holders: Array<import('node:net').Socket> = [];
+    try {
+      for (let i = 0; i < 2; i++) {
+        const s = await open(port);
+        s.on('error', () => undefined);
+        s.write('POST /api/datapoints?topic=t HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 700\r\n\r\n{"v":'); // never finished
+        s.resume();
+        holders.push(s);
+      }
+      await new Promise((res) => setTimeout(res, 200));
+      const busy = await request(`${base}/api/datapoints?topic=t`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: `{"v":1,"pad":"${'x'.repeat(600)}"}` });
+      expect([busy.status, busy.headers['retry-after'], busy.json().detail]).toEqual([503, '1', expect.stringMatching(/too many request bodies/)]);
+      for (const s of holders) s.destroy();
+      await new Promise((res) => setTimeout(res, 200));
+      expect((await request(`${base}/api/datapoints?topic=t`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"v":1}' })).status).toBe(200);
+    } finally {
+      expect(await c.stop()).toBe(0);
+    }
+    // a client that asks for everything and never reads: cut at Http:RequestTimeoutMilliseconds
+    const pipe = client.pipeline();
+    for (let i = 0; i < 20000; i++) pipe.set(`process:image:casdu:8:ioa:${i}`, JSON.stringify({ casdu: 8, ioa: i, pad: 'y'.repeat(300) }));
+    await pipe.exec();
+    const out = await launch('outbound', 'reader', { Http__RequestTimeoutMilliseconds: '1000' });
+    try {
+      const s = await open(out.port);
+      s.on('error', () => undefined);
+      s.pause(); // never reads
+      s.write('GET /api/datapoints HTTP/1.1\r\nHost: x\r\n\r\n');
+      const cut = await out.c.waitForLog((l) => l.msg === 'response cut off: the client stopped reading or left');
+      expect(cut.reason).toBe('client stopped reading');
+      expect(out.c.proc.exitCode).toBeNull();
+      s.destroy();
+    } finally {
+      expect(await out.c.stop()).toBe(0);
+      await client.flushall();
+    }
+  });
+
+  it('case 7: a stalled Redis (CLIENT PAUSE): requests answer 503 at once, readiness says the store is stalled, and both recover', async () => {
+    const { c, base } = await launch('inbound', 'paused', { Datastore__CommandTimeoutMilliseconds: '500' });
+    try {
+      expect((await request(`${base}/health/ready`)).status).toBe(200);
+      await client.call('CLIENT', 'PAUSE', 4000, 'ALL');
+      await eventually(async () => ((await request(`${base}/health/ready`)).status === 503 ? true : undefined), 3000, 'readiness 503');
+      const ready = await request(`${base}/health/ready`);
+      expect(ready.json()).toEqual({ status: 'not ready', reason: 'data store is not answering (stalled)' });
+      const post = await request(`${base}/api/datapoints?topic=t`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"v":1}' });
+      expect(post.status).toBe(503);
+      await eventually(async () => ((await request(`${base}/health/ready`)).status === 200 ? true : undefined), 10000, 'readiness back');
+      expect((await request(`${base}/api/datapoints?topic=t`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"v":1}' })).status).toBe(200);
+    } finally {
+      await client.call('CLIENT', 'UNPAUSE').catch(() => undefined);
+      expect(await c.stop()).toBe(0);
+    }
+  });
+});

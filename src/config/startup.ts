@@ -19,6 +19,8 @@ export interface StartupSettings {
     /** A consumer that has not read for this long is taken for dead and its entries claimed (CONTRACT 4.3: 60 s). */
     readonly claimIdleMilliseconds: number;
     readonly claimIntervalMilliseconds: number;
+    /** A data-store command unanswered this long fails (503), and the store counts as stalled. */
+    readonly commandTimeoutMilliseconds: number;
   };
   readonly webhooks: {
     readonly batchWindowMilliseconds: number;
@@ -34,7 +36,14 @@ export interface StartupSettings {
     readonly autoRedrive: boolean;
     readonly deadLetterMaxLength: number;
   };
-  readonly http: { readonly maxBodyBytes: number };
+  readonly http: {
+    readonly maxBodyBytes: number;
+    /** CONTRACT 6.5: connection and memory budgets. */
+    readonly maxConnections: number;
+    readonly headersTimeoutMilliseconds: number;
+    readonly requestTimeoutMilliseconds: number;
+    readonly maxBodyBytesInFlight: number;
+  };
   readonly apiKeys: readonly string[];
 }
 
@@ -102,6 +111,11 @@ export const PARAMETERS = {
   autoRedrive: 'Webhooks:AutoRedrive',
   deadLetterMaxLength: 'Webhooks:DeadLetterMaxLength',
   maxBodyBytes: 'Http:MaxBodyBytes',
+  maxConnections: 'Http:MaxConnections',
+  headersTimeoutMilliseconds: 'Http:HeadersTimeoutMilliseconds',
+  requestTimeoutMilliseconds: 'Http:RequestTimeoutMilliseconds',
+  maxBodyBytesInFlight: 'Http:MaxBodyBytesInFlight',
+  commandTimeoutMilliseconds: 'Datastore:CommandTimeoutMilliseconds',
   apiKeys: 'Authentication:ApiKeys',
 } as const;
 
@@ -157,6 +171,7 @@ export const loadStartupSettings = (
       consumerName: get(param(raw, P.consumerName, nonEmptyText, options.hostname), options.hostname),
       claimIdleMilliseconds: get(param(raw, P.claimIdleMilliseconds, millis, 60000), 60000),
       claimIntervalMilliseconds: get(param(raw, P.claimIntervalMilliseconds, millis, 30000), 30000),
+      commandTimeoutMilliseconds: get(param(raw, P.commandTimeoutMilliseconds, millis, 5000), 5000),
     },
     webhooks: {
       batchWindowMilliseconds: get(param(raw, P.batchWindowMilliseconds, millis, 100), 100),
@@ -170,7 +185,13 @@ export const loadStartupSettings = (
       autoRedrive: get(param(raw, P.autoRedrive, bool, true), true),
       deadLetterMaxLength: get(param(raw, P.deadLetterMaxLength, positiveInt, 100000), 100000),
     },
-    http: { maxBodyBytes: get(param(raw, P.maxBodyBytes, positiveInt, 1048576), 1048576) },
+    http: {
+      maxBodyBytes: get(param(raw, P.maxBodyBytes, positiveInt, 1048576), 1048576),
+      maxConnections: get(param(raw, P.maxConnections, positiveInt, 1024), 1024),
+      headersTimeoutMilliseconds: get(param(raw, P.headersTimeoutMilliseconds, millis, 10000), 10000),
+      requestTimeoutMilliseconds: get(param(raw, P.requestTimeoutMilliseconds, millis, 30000), 30000),
+      maxBodyBytesInFlight: get(param(raw, P.maxBodyBytesInFlight, positiveInt, 67108864), 67108864),
+    },
     apiKeys: get(param(raw, P.apiKeys, keyList, []), []),
   };
   return errors.length > 0 ? E.left(errors) : E.right(deepFreeze(settings));

@@ -6,7 +6,7 @@ import { errorCommands, writeCommands, type Command } from '../mapping/commands'
 import { failureBody, okBody } from '../mapping/responses';
 import type { Mapping } from '../mapping/types';
 import type { Logger } from '../runtime/logger';
-import { isJsonMediaType, readBody } from './body';
+import { isJsonMediaType, readBody, type BodyBudget } from './body';
 import { MAX_QUERY_PARAMETERS, parseRawQuery } from './query';
 import type { Metrics } from './metrics';
 import { problem, jsonError, type OpenApiPart } from './openapi';
@@ -16,6 +16,8 @@ export interface InboundDeps {
   readonly connectorId: string;
   readonly topics: ReadonlyMap<string, readonly Mapping[]>;
   readonly maxBodyBytes: number;
+  /** Shared by every request of the connector (`Http:MaxBodyBytesInFlight`). */
+  readonly bodyBudget?: BodyBudget;
   readonly streamMaxLength: number;
   readonly redis: Redis;
   readonly isConnected: () => boolean;
@@ -24,25 +26,37 @@ export interface InboundDeps {
   readonly metrics: Metrics;
 }
 
+/** Why a transaction did not answer 200: it was not applied, or nobody can tell (CONTRACT 5.1). */
+export interface WriteFailure {
+  readonly error: string;
+  /** The request went out and no answer came back (connection lost, command timeout): it may have been applied. */
+  readonly unknown: boolean;
+}
+
+const OUTCOME_UNKNOWN = /timed out|Connection is closed|ECONNRESET|EPIPE|socket hang up/i;
+
 /** Runs commands in one MULTI/EXEC; Left when EXEC failed or any command in it did. */
-export const execAtomically = async (redis: Redis, commands: readonly Command[]): Promise<E.Either<string, void>> => {
+export const execAtomically = async (redis: Redis, commands: readonly Command[]): Promise<E.Either<WriteFailure, void>> => {
   try {
     const replies = await redis.multi(commands as unknown as string[][]).exec();
-    if (replies === null) return E.left('transaction aborted');
+    if (replies === null) return E.left({ error: 'transaction aborted', unknown: false });
     const failed = replies.find(([err]) => err !== null);
-    return failed === undefined ? E.right(undefined) : E.left(String(failed[0]));
+    return failed === undefined ? E.right(undefined) : E.left({ error: String(failed[0]), unknown: false });
   } catch (err) {
-    return E.left((err as Error).message);
+    const error = (err as Error).message;
+    return E.left({ error, unknown: OUTCOME_UNKNOWN.test(error) });
   }
 };
+
+export const OUTCOME_UNKNOWN_DETAIL = 'the data store did not answer the write: its outcome is unknown (it may have been applied)';
 
 /** CONTRACT 5.1: every check of the table, in its order, then the all-or-nothing write. */
 export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
   { method: 'post', path: '/api/datapoints', handler: async (req, res) => {
-    const unavailable = (topic: string, err: string, msg: string): void => {
+    const unavailable = (topic: string, f: WriteFailure, msg: string): void => {
       d.metrics.inboundWrites.inc({ outcome: 'failed' });
-      d.log.error({ topic, err }, msg);
-      sendProblem(res, 503, NOT_CONNECTED);
+      d.log.error({ topic, err: f.error, outcomeUnknown: f.unknown || undefined }, f.unknown ? 'the data store did not answer; the outcome of the write is unknown' : msg);
+      sendProblem(res, 503, f.unknown ? OUTCOME_UNKNOWN_DETAIL : NOT_CONNECTED);
     };
     const receivedAt = d.now().toISOString();
     // every parameter of the raw query counts (CONTRACT 6.5): a second topic anywhere is refused
@@ -63,8 +77,13 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
       sendError(res, 415, 'unsupported_media_type', 'the content encoding must be identity (no compression)');
       return;
     }
-    const body = await readBody(req, d.maxBodyBytes);
+    const body = await readBody(req, d.maxBodyBytes, d.bodyBudget);
     if (!body.ok) {
+      if (body.reason === 'busy') {
+        res.set('Connection', 'close');
+        sendProblem(res, 503, 'too many request bodies are being received at once; try again shortly', { 'Retry-After': '1' });
+        return;
+      }
       if (body.reason === 'too_large') {
         // The rest of the body is not read: close the connection after answering.
         res.set('Connection', 'close');

@@ -18,6 +18,8 @@ export interface OutboundDeps {
   /** Keys per MGET, and MGETs in flight ahead of the one being written. */
   readonly chunkSize?: number;
   readonly chunksAhead?: number;
+  /** How long a client may leave a streamed response unread before it is cut off. */
+  readonly writeTimeoutMs?: number;
 }
 
 const SCAN_COUNT = 10000;
@@ -60,10 +62,20 @@ const isJsonObjectText = (text: string): boolean => {
   }
 };
 
-const write = (res: Response, chunk: string): Promise<void> =>
+/**
+ * Writes a chunk, waiting for the client to take the previous ones; a client that stops reading
+ * for `timeoutMs` is cut off (CONTRACT 6.5), so it cannot hold the response's memory for ever.
+ */
+const write = (res: Response, chunk: string, timeoutMs: number): Promise<void> =>
   res.write(chunk) ? Promise.resolve() : new Promise((resolve, reject) => {
-    const onDrain = () => { res.off('close', onClose); resolve(); };
-    const onClose = () => { res.off('drain', onDrain); reject(new Error('client went away')); };
+    const timer = setTimeout(() => {
+      res.off('drain', onDrain);
+      res.off('close', onClose);
+      res.destroy();
+      reject(new Error('client stopped reading'));
+    }, timeoutMs);
+    const onDrain = () => { clearTimeout(timer); res.off('close', onClose); resolve(); };
+    const onClose = () => { clearTimeout(timer); res.off('drain', onDrain); reject(new Error('client went away')); };
     res.once('drain', onDrain);
     res.once('close', onClose);
   });
@@ -110,7 +122,7 @@ const streamPoints = async (d: OutboundDeps, res: Response, addresses: Float64Ar
       first = false;
       count++;
     }
-    await write(res, out);
+    await write(res, out, d.writeTimeoutMs ?? 30000);
     out = '';
   }
   res.end(`${out}]}`);
@@ -167,7 +179,13 @@ export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
     try {
       await streamPoints(d, res, addresses);
     } catch (err) {
-      d.log.error({ err: (err as Error).message }, 'data store failed while streaming; response aborted');
+      const message = (err as Error).message;
+      if (message === 'client stopped reading' || message === 'client went away') {
+        d.log.info({ reason: message }, 'response cut off: the client stopped reading or left');
+        res.destroy();
+        return;
+      }
+      d.log.error({ err: message }, 'data store failed while streaming; response aborted');
       if (res.headersSent) res.destroy();
       else sendProblem(res, 503, NOT_CONNECTED);
     }

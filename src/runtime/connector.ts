@@ -58,7 +58,7 @@ export const makeApp = (
     apiKeys: ctx.startup.apiKeys,
     isConnected: ctx.datastore.isConnected,
     isActive: () => ctx.settings.isActive,
-    failure,
+    failure: () => failure() ?? (ctx.datastore.stalled() ? 'data store is not answering (stalled)' : undefined),
     dataRoutes: parts.dataRoutes,
     openapi: () => openApiDocument(`rest-connectors ${kind}`, VERSION, ctx.startup.apiKeys.length > 0, addresses(), parts.openapi),
   });
@@ -103,7 +103,7 @@ export const runConnector = async (
     });
   });
 
-  const datastore = connectDatastore(redisOptions, startup.datastore.connectionRetrySeconds, log);
+  const datastore = connectDatastore({ ...redisOptions, commandTimeout: startup.datastore.commandTimeoutMilliseconds }, startup.datastore.connectionRetrySeconds, log);
   const key = configKey(startup.id);
   const first = await Promise.race([loadConfigText(datastore, key, log), signal]);
   if (first === 'signal') {
@@ -142,7 +142,11 @@ export const runConnector = async (
   const app = makeApp(kind, ctx, parts, () => listening?.addresses ?? [], () => failure);
 
   try {
-    listening = await listenAll(app, settings.hostUrls);
+    listening = await listenAll(app, settings.hostUrls, {
+      maxConnections: startup.http.maxConnections,
+      headersTimeoutMs: startup.http.headersTimeoutMilliseconds,
+      requestTimeoutMs: startup.http.requestTimeoutMilliseconds,
+    });
   } catch (err) {
     connectedSub.unsubscribe();
     await datastore.close();

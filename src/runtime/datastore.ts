@@ -7,6 +7,8 @@ export interface Datastore {
   readonly client: Redis;
   readonly connected$: Observable<boolean>;
   isConnected(): boolean;
+  /** True while a health PING has gone unanswered for longer than the command timeout (CONTRACT 6.5). */
+  stalled(): boolean;
   /** Resolves once connected; until then every failed attempt is logged as a warning. */
   ready(): Promise<void>;
   close(): Promise<void>;
@@ -44,13 +46,41 @@ export const connectDatastore = (options: RedisOptions, retrySeconds: number, lo
     state.next(false);
   });
   const connected$ = state.pipe(distinctUntilChanged());
+  // A stalled store (e.g. CLIENT PAUSE, a blocked server) keeps its connection: a PING a second
+  // tells, so that requests get 503 at once and readiness says why, instead of hanging.
+  let pingSentAt: number | undefined;
+  /** The last PING timed out; cleared by the next one answered. */
+  let unanswered = false;
+  const limit = options.commandTimeout;
+  const pinger =
+    limit === undefined
+      ? undefined
+      : setInterval(() => {
+          if (!state.value || pingSentAt !== undefined) return;
+          pingSentAt = Date.now();
+          client.ping().then(
+            () => {
+              pingSentAt = undefined;
+              unanswered = false;
+            },
+            (err: Error) => {
+              pingSentAt = undefined;
+              unanswered = /timed out/i.test(err.message);
+            },
+          );
+        }, 1000);
+  pinger?.unref();
+  const stalled = () =>
+    limit !== undefined && state.value && (unanswered || (pingSentAt !== undefined && Date.now() - pingSentAt > Math.min(limit, 2000)));
   return {
     client,
     connected$,
-    isConnected: () => state.value,
+    isConnected: () => state.value && !stalled(),
+    stalled,
     ready: () => firstValueFrom(connected$.pipe(filter(Boolean))).then(() => undefined),
     close: async () => {
       closing = true;
+      if (pinger !== undefined) clearInterval(pinger);
       try {
         if (client.status === 'ready') await client.quit();
         else client.disconnect();

@@ -1,4 +1,5 @@
 import { byTopic } from '../mapping/commands';
+import { makeBodyBudget } from '../http/body';
 import { inboundOpenApi, inboundRoutes } from '../http/inbound';
 import type { ConnectorContext, ConnectorParts } from './connector';
 
@@ -7,6 +8,7 @@ export const buildInbound = (ctx: ConnectorContext): ConnectorParts => ({
     connectorId: ctx.startup.id,
     topics: byTopic(ctx.settings.mappings),
     maxBodyBytes: ctx.startup.http.maxBodyBytes,
+    bodyBudget: makeBodyBudget(ctx.startup.http.maxBodyBytesInFlight),
     streamMaxLength: ctx.startup.datastore.streamMaxLength,
     redis: ctx.datastore.client,
     isConnected: ctx.datastore.isConnected,

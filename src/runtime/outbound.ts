@@ -176,6 +176,7 @@ export const buildOutbound = (ctx: ConnectorContext): ConnectorParts => {
         isConnected: ctx.datastore.isConnected,
         log: ctx.log.child({ component: 'pull' }),
         metrics: ctx.metrics,
+        writeTimeoutMs: ctx.startup.http.requestTimeoutMilliseconds,
       }),
       webhooksRoute(() => board),
     ],

@@ -17,9 +17,19 @@ interface StopFlag {
   readonly open: Set<ServerResponse>;
 }
 
-const listenOne = (app: Express, host: string, port: number, flag: StopFlag): Promise<Server> =>
+/** CONTRACT 6.5: connections beyond `maxConnections` are closed at once; slow headers and requests are cut. */
+export interface ServerLimits {
+  readonly maxConnections: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+}
+
+const DEFAULT_LIMITS: ServerLimits = { maxConnections: 1024, headersTimeoutMs: 10000, requestTimeoutMs: 30000 };
+
+const listenOne = (app: Express, host: string, port: number, flag: StopFlag, limits: ServerLimits): Promise<Server> =>
   new Promise((resolve, reject) => {
-    const server = createServer((req, res) => {
+    // Node checks the headers and request timeouts only this often (30 s by default)
+    const server = createServer({ connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))) }, (req, res) => {
       if (flag.stopping) res.setHeader('Connection', 'close');
       else {
         flag.open.add(res);
@@ -28,6 +38,10 @@ const listenOne = (app: Express, host: string, port: number, flag: StopFlag): Pr
       app(req, res);
     });
     server.keepAliveTimeout = 5000;
+    server.maxConnections = limits.maxConnections;
+    // Node wants the headers' limit within the whole request's
+    server.headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
+    server.requestTimeout = limits.requestTimeoutMs;
     server.once('error', reject);
     server.listen({ host, port }, () => {
       server.off('error', reject);
@@ -36,13 +50,13 @@ const listenOne = (app: Express, host: string, port: number, flag: StopFlag): Pr
   });
 
 /** `*`, `+` and `[::]` mean every interface: `::` (dual stack), or `0.0.0.0` where IPv6 is off. */
-const listenUrl = async (app: Express, url: HostUrl, flag: StopFlag): Promise<Server> => {
-  if (url.host !== undefined) return listenOne(app, url.host, url.port, flag);
+const listenUrl = async (app: Express, url: HostUrl, flag: StopFlag, limits: ServerLimits): Promise<Server> => {
+  if (url.host !== undefined) return listenOne(app, url.host, url.port, flag, limits);
   try {
-    return await listenOne(app, '::', url.port, flag);
+    return await listenOne(app, '::', url.port, flag, limits);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL') return listenOne(app, '0.0.0.0', url.port, flag);
+    if (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL') return listenOne(app, '0.0.0.0', url.port, flag, limits);
     throw err;
   }
 };
@@ -58,11 +72,11 @@ const describe = (s: Server): string => {
  * answer from then on carries `Connection: close`, and in-flight requests finish; what is left
  * after `graceMs` is cut.
  */
-export const listenAll = async (app: Express, urls: readonly HostUrl[]): Promise<Listening> => {
+export const listenAll = async (app: Express, urls: readonly HostUrl[], limits: ServerLimits = DEFAULT_LIMITS): Promise<Listening> => {
   const servers: Server[] = [];
   const flag: StopFlag = { stopping: false, open: new Set() };
   try {
-    for (const url of urls) servers.push(await listenUrl(app, url, flag));
+    for (const url of urls) servers.push(await listenUrl(app, url, flag, limits));
   } catch (err) {
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
     throw err;
