@@ -317,3 +317,44 @@ describe('cases 5, 6 and 7: connection, memory and time budgets', () => {
     }
   });
 });
+
+describe('case 11: answers that tell the truth', () => {
+  const { startInProcess } = require('./helpers/inProcess') as typeof import('./helpers/inProcess');
+  const { buildInbound } = require('../src/runtime/inbound') as typeof import('../src/runtime/inbound');
+  const { connect } = require('node:net') as typeof import('node:net');
+  const MAPPINGS = [0, 1, 2].map((i) => ({ name: `m${i}`, topic: 't', casdu: 4, ioa: i, type: 36, valuePath: 'v' }));
+
+  it('process:updates that is not a stream: 503 and nothing written (no SET left behind a failed XADD)', async () => {
+    const app = await startInProcess('inbound', buildInbound, redis, { mappings: MAPPINGS });
+    try {
+      await client.set('process:updates', 'not a stream');
+      const r11 = await request(`${app.url}/api/datapoints?topic=t`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"v":1}' });
+      expect([r11.status, r11.json().detail]).toEqual([503, 'process:updates is not a stream (it is a string); nothing was written']);
+      expect(await client.keys('process:image:casdu:4:*')).toEqual([]);
+    } finally {
+      await client.del('process:updates');
+      await app.close();
+    }
+  });
+
+  it('a valid POST followed by a stray byte: the 200 of the write that was applied, then the connection closes; no raw 400', async () => {
+    const app = await startInProcess('inbound', buildInbound, redis, { mappings: MAPPINGS });
+    try {
+      const port = Number(new URL(app.url).port);
+      const body = '{"v":2}';
+      const got = await new Promise<string>((resolve, reject) => {
+        let text = '';
+        const s = connect(port, '127.0.0.1', () => s.write(`POST /api/datapoints?topic=t HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}X`));
+        s.on('data', (d: Buffer) => (text += d.toString()));
+        s.on('close', () => resolve(text));
+        s.on('error', reject);
+      });
+      expect(got).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(got).not.toMatch(/400 Bad Request/);
+      expect(await client.keys('process:image:casdu:4:*')).toHaveLength(3);
+    } finally {
+      await client.flushall();
+      await app.close();
+    }
+  });
+});

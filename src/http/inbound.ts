@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { applyMappings } from '../mapping/apply';
 import { errorCommands, writeCommands, type Command } from '../mapping/commands';
 import { failureBody, okBody } from '../mapping/responses';
-import type { Mapping } from '../mapping/types';
+import { UPDATES_STREAM, type Mapping } from '../mapping/types';
 import type { Logger } from '../runtime/logger';
 import { isJsonMediaType, readBody, type BodyBudget } from './body';
 import { MAX_QUERY_PARAMETERS, parseRawQuery } from './query';
@@ -114,6 +114,16 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
     const result = applyMappings(mappings, json, receivedAt, d.connectorId);
     if (E.isRight(result)) {
       d.metrics.mappingOutcomes.inc({ topic, outcome: 'succeeded' }, result.right.length);
+      // CONTRACT 6.5: Redis does not roll a MULTI back, so an XADD must not be able to fail inside
+      // it (its SETs would stay): process:updates is a stream, or absent, or nothing is written
+      const streamType = await d.redis.type(UPDATES_STREAM).catch((err: Error) => err);
+      if (streamType instanceof Error) return unavailable(topic, { error: streamType.message, unknown: false }, 'checking process:updates failed; nothing was written');
+      if (streamType !== 'stream' && streamType !== 'none') {
+        d.metrics.inboundWrites.inc({ outcome: 'failed' });
+        d.log.error({ topic, type: streamType }, 'process:updates is not a stream; nothing was written');
+        sendProblem(res, 503, `${UPDATES_STREAM} is not a stream (it is a ${streamType}); nothing was written`);
+        return;
+      }
       const written = await execAtomically(d.redis, writeCommands(result.right, d.connectorId, d.streamMaxLength));
       if (E.isLeft(written)) return unavailable(topic, written.left, 'writing the data points failed; nothing was written');
       d.metrics.inboundWrites.inc({ outcome: 'written' });

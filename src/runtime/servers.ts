@@ -1,6 +1,6 @@
 import type { Express } from 'express';
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, STATUS_CODES, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import type { HostUrl } from '../config/managed';
 
 export interface Listening {
@@ -29,7 +29,15 @@ const DEFAULT_LIMITS: ServerLimits = { maxConnections: 1024, headersTimeoutMs: 1
 const listenOne = (app: Express, host: string, port: number, flag: StopFlag, limits: ServerLimits): Promise<Server> =>
   new Promise((resolve, reject) => {
     // Node checks the headers and request timeouts only this often (30 s by default)
+    const busy = new Set<Socket>();
+    const closeAfter = new Set<Socket>();
     const server = createServer({ connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))) }, (req, res) => {
+      const socket = req.socket;
+      busy.add(socket);
+      res.once('close', () => {
+        busy.delete(socket);
+        if (closeAfter.delete(socket)) socket.destroySoon();
+      });
       if (flag.stopping) res.setHeader('Connection', 'close');
       else {
         flag.open.add(res);
@@ -42,6 +50,18 @@ const listenOne = (app: Express, host: string, port: number, flag: StopFlag, lim
     // Node wants the headers' limit within the whole request's
     server.headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
     server.requestTimeout = limits.requestTimeoutMs;
+    // A malformed request after a complete one on the same connection (e.g. a stray byte) must not
+    // get Node's raw 400 while the complete one's write is under way: the answer under way is sent
+    // first, then the connection is closed (CONTRACT 6.5). With nothing under way: 400, then close.
+    server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+      if (socket.destroyed || !socket.writable) return;
+      if (busy.has(socket)) {
+        closeAfter.add(socket);
+        return;
+      }
+      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    });
     server.once('error', reject);
     server.listen({ host, port }, () => {
       server.off('error', reject);
