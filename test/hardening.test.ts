@@ -42,6 +42,7 @@ describe('case 3: a poison entry cannot stop push', () => {
     await h.produce(5, 5);
     await eventually(() => (tally(rec).seqs.size === 10 ? true : undefined), 20000, 'the entries around it delivered');
     await eventually(async () => ((await pendingCount(client, 'poison')) === 0 ? true : undefined));
+    await c.waitForLog((l) => l.msg === 'stream entry skipped and acknowledged');
     expect(c.logs().some((l) => l.msg === 'stream entry skipped and acknowledged' && /serialised/.test(String(l.reason)))).toBe(true);
     expect((await request(`${base}/metrics`)).text).toMatch(/^stream_entries_undeliverable_total 1$/m);
     expect((await request(`${base}/health/ready`)).status).toBe(200);

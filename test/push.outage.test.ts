@@ -77,7 +77,7 @@ it('the cap drops the oldest backlog entries, and every dropped batch is logged 
   const { c, base } = await h.outbound('cap', [{ url: outage.url }], { ...OUTAGE, Webhooks__DeadLetterMaxLength: '50', Webhooks__BatchMaxSize: '1' });
   const dropped = async () => Number(/^webhook_deadletter_dropped_total\{webhook="0",host="[^"]+"\} (\d+)$/m.exec((await request(`${base}/metrics`)).text)?.[1] ?? 0);
   await h.produce(0, 400); // 400 one-point batches into a backlog capped at ~50 (MAXLEN ~ trims whole nodes)
-  await eventually(async () => ((await pendingCount(client, 'cap')) === 0 ? true : undefined), 20000, 'all in the backlog');
+  await eventually(async () => ((await backlogLen('cap')) > 0 && (await pendingCount(client, 'cap')) === 0 ? true : undefined), 20000, 'all in the backlog');
   await eventually(async () => ((await dropped()) > 0 ? true : undefined), 10000, 'drops counted by a probe scan');
   down = false;
   await eventually(async () => ((await backlogLen('cap')) === 0 ? true : undefined), 20000, 'backlog redriven');
@@ -134,7 +134,7 @@ it('two replicas redrive each backlog entry once', async () => {
   await h.outbound('pair', [{ url: outage.url }], { ...OUTAGE, Datastore__ConsumerName: 'one' }, shared);
   await h.outbound('pair', [{ url: outage.url }], { ...OUTAGE, Datastore__ConsumerName: 'two' }, shared);
   await steady(0, 400, 1000);
-  await eventually(async () => ((await pendingCount(client, 'pair')) === 0 ? true : undefined));
+  await eventually(async () => ((await backlogLen('pair')) > 0 && (await pendingCount(client, 'pair')) === 0 ? true : undefined));
   down = false;
   await eventually(() => (tally(outage).seqs.size === 400 ? true : undefined), 20000, 'all redriven');
   await eventually(async () => ((await backlogLen('pair')) === 0 ? true : undefined));
@@ -149,7 +149,7 @@ it('a SIGKILL during redrive loses nothing and repeats at most batches under the
   const env = { ...OUTAGE, Webhooks__BatchMaxSize: '10', Webhooks__MaxInFlight: '2' };
   const first = await h.outbound('killed', [{ url: outage.url }], env);
   await h.produce(0, 1000);
-  await eventually(async () => ((await pendingCount(client, 'killed')) === 0 ? true : undefined));
+  await eventually(async () => ((await backlogLen('killed')) > 0 && (await pendingCount(client, 'killed')) === 0 ? true : undefined));
   down = false;
   await eventually(() => (tally(outage).seqs.size > 100 ? true : undefined), 20000, 'redrive under way');
   await first.c.stop('SIGKILL');
