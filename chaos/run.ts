@@ -27,6 +27,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from '../src/runtime/freePort';
+import { startRedisServer } from '../src/runtime/redisServer';
 import { BIN_PATH } from '../src/version';
 
 const SECONDS = Number(process.env.CHAOS_SECONDS ?? 300);
@@ -62,21 +63,7 @@ let redisPort = 0;
 let redisProc: ChildProcess | undefined;
 
 const startRedis = async (): Promise<void> => {
-  redisProc = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always'], { stdio: 'ignore' });
-  for (let i = 0; i < 400; i++) {
-    const c = new Redis({ port: redisPort, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, protocol: 2 });
-    c.on('error', () => undefined);
-    try {
-      await c.connect();
-      await c.ping();
-      c.disconnect();
-      return;
-    } catch {
-      c.disconnect();
-      await sleep(25);
-    }
-  }
-  throw new Error('redis-server did not start');
+  redisProc = await startRedisServer(redisPort, dir);
 };
 
 const killRedis = (): Promise<void> =>

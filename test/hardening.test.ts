@@ -11,20 +11,18 @@ import { runConnector } from '../src/runtime/connector';
 import { decodeEntry } from '../src/streams/entries';
 import { Connector, eventually, runCli } from './helpers/cli';
 import { request } from './helpers/http';
-import { pendingCount, pushHarness } from './helpers/push';
-import { freePort, privateRedis, type TestRedis } from './helpers/redis';
+import { pendingCount, usePushHarness } from './helpers/push';
+import { freePort, type TestRedis } from './helpers/redis';
 import { tally } from './helpers/tally';
 import type { Redis } from 'ioredis';
 
 /** Issue 12, cases 3, 4, 8 and 13: no data and no parameter can crash a connector or turn safety off. */
 let redis: TestRedis;
 let client: Redis;
-const h = pushHarness(() => redis, () => client);
-const r = privateRedis();
+const h = usePushHarness();
 beforeAll(() => {
-  ({ redis, client } = r);
+  ({ redis, client } = h.r);
 });
-afterEach(() => h.cleanup());
 
 const nested = (depth: number): string => `${'['.repeat(depth)}1${']'.repeat(depth)}`;
 

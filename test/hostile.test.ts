@@ -2,22 +2,19 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { Redis } from 'ioredis';
 import { eventually } from './helpers/cli';
 import { request } from './helpers/http';
-import { pendingCount, pushHarness } from './helpers/push';
-import { privateRedis, type TestRedis } from './helpers/redis';
+import { pendingCount, usePushHarness } from './helpers/push';
+
 import { tally } from './helpers/tally';
 
 /**
  * Issue 12, cases 1 and 2: webhook receivers that misbehave on purpose (a few lines of node:net)
  * cannot grow the outbound connector's memory, block its event loop or hold its request slots.
  */
-let redis: TestRedis;
 let client: Redis;
-const h = pushHarness(() => redis, () => client);
-const r = privateRedis();
+const h = usePushHarness();
 beforeAll(() => {
-  ({ redis, client } = r);
+  ({ client } = h.r);
 });
-afterEach(() => h.cleanup());
 
 /** A raw TCP receiver; `onConnection` scripts what it does. */
 const hostile = async (onConnection: (s: Socket) => void): Promise<{ url: string; server: Server; sockets: Set<Socket> }> => {

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { eventually } from './helpers/cli';
-import { pendingCount, pushHarness } from './helpers/push';
-import { privateRedis, type TestRedis } from './helpers/redis';
+import { pendingCount, usePushHarness } from './helpers/push';
+import type { TestRedis } from './helpers/redis';
 import { missing, tally } from './helpers/tally';
 
 /**
@@ -12,15 +12,13 @@ import { missing, tally } from './helpers/tally';
  */
 let redis: TestRedis;
 let client: Redis;
-const h = pushHarness(() => redis, () => client);
+const h = usePushHarness();
 const CLAIM = { Datastore__ClaimIdleMilliseconds: '1000', Datastore__ClaimIntervalMilliseconds: '500' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const r = privateRedis();
 beforeAll(() => {
-  ({ redis, client } = r);
+  ({ redis, client } = h.r);
 });
-afterEach(() => h.cleanup());
 
 const batchesLeft = (id: string) => client.hlen(`connectors:${id}:batches`);
 

@@ -2,21 +2,19 @@ import { createHmac } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { Connector, eventually } from './helpers/cli';
 import { request } from './helpers/http';
-import { FAST, pendingCount as pendingCount_, pushHarness, range, seqs } from './helpers/push';
-import { freePort, privateRedis, type TestRedis } from './helpers/redis';
+import { FAST, pendingCount as pendingCount_, usePushHarness, range, seqs } from './helpers/push';
+import { freePort, type TestRedis } from './helpers/redis';
 
 const pkg = require('../package.json') as { version: string };
 
 let redis: TestRedis;
 let client: Redis;
-const h = pushHarness(() => redis, () => client);
+const h = usePushHarness();
 const { receiver, outbound, produce } = h;
 
-const r = privateRedis();
 beforeAll(() => {
-  ({ redis, client } = r);
+  ({ redis, client } = h.r);
 });
-afterEach(() => h.cleanup());
 
 const flat = (a: unknown[]): Record<string, unknown> => Object.fromEntries(Array.from({ length: a.length / 2 }, (_, i) => [String(a[2 * i]), a[2 * i + 1]]));
 const pendingCount = (id: string) => pendingCount_(client, id);

@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import { eventually, runCli } from './helpers/cli';
 import { request } from './helpers/http';
-import { pendingCount, pushHarness } from './helpers/push';
-import { privateRedis, type TestRedis } from './helpers/redis';
+import { pendingCount, usePushHarness } from './helpers/push';
+import type { TestRedis } from './helpers/redis';
 import { missing, tally } from './helpers/tally';
 
 /**
@@ -13,12 +13,10 @@ import { missing, tally } from './helpers/tally';
  */
 let redis: TestRedis;
 let client: Redis;
-const h = pushHarness(() => redis, () => client);
-const r = privateRedis();
+const h = usePushHarness();
 beforeAll(() => {
-  ({ redis, client } = r);
+  ({ redis, client } = h.r);
 });
-afterEach(() => h.cleanup());
 
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
 /** Fast outage settings: no retries, the circuit opens at the first failure, a probe every 300 ms. */

@@ -1,4 +1,4 @@
-import { defer, EMPTY, exhaustMap, from, interval, mergeMap, type Observable, catchError, concat, tap, ignoreElements, retry, timer } from 'rxjs';
+import { defer, EMPTY, exhaustMap, from, interval, mergeMap, type Observable, catchError, concat, tap, ignoreElements } from 'rxjs';
 import type { Webhook } from '../config/managed';
 import { urlHost } from '../config/urls';
 import { outboundOpenApi, outboundRoutes, webhooksRoute } from '../http/outbound';

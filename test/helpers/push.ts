@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { Connector, eventually } from './cli';
 import { Receiver } from './receiver';
-import { freePort, type TestRedis } from './redis';
+import { freePort, privateRedis, type TestRedis } from './redis';
 
 /** Short windows, timeouts and retry intervals, so that fault tests run in seconds. */
 export const FAST = {
@@ -58,3 +58,11 @@ export const pushHarness = (getRedis: () => TestRedis, getClient: () => Redis) =
 export const seqs = (points: Array<Record<string, unknown>>) => points.map((p) => p.seq as number);
 export const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
 export const pendingCount = async (client: Redis, id: string) => ((await client.xpending('process:updates', `rest-outbound:${id}`)) as [number])[0];
+
+/** A harness with its private Redis for the whole test file, cleaned after every test. */
+export const usePushHarness = () => {
+  const r = privateRedis();
+  const h = pushHarness(() => r.redis, () => r.client);
+  afterEach(() => h.cleanup());
+  return { ...h, r };
+};

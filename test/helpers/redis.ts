@@ -1,12 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from '../../src/runtime/freePort';
+import { startRedisServer } from '../../src/runtime/redisServer';
 export { freePort };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * A private redis-server on a free loopback port, with its own data directory and an
@@ -31,27 +31,7 @@ export class TestRedis {
   async start(): Promise<void> {
     await this.stopping;
     if (this.proc !== undefined && this.proc.exitCode === null) return;
-    const proc = spawn(
-      'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--protected-mode', 'yes'],
-      { stdio: 'ignore' },
-    );
-    this.proc = proc;
-    for (let i = 0; i < 200; i++) {
-      if (proc.exitCode !== null) throw new Error(`redis-server exited with ${proc.exitCode}`);
-      const c = new Redis({ port: this.port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, protocol: 2 });
-      c.on('error', () => undefined);
-      try {
-        await c.connect();
-        await c.ping();
-        c.disconnect();
-        return;
-      } catch {
-        c.disconnect();
-        await sleep(25);
-      }
-    }
-    throw new Error('redis-server did not start');
+    this.proc = await startRedisServer(this.port, this.dir, 200);
   }
 
   private stopping: Promise<void> = Promise.resolve();
