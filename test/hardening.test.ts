@@ -197,6 +197,25 @@ describe('case 15: codes and texts', () => {
   const { startInProcess } = require('./helpers/inProcess') as typeof import('./helpers/inProcess');
   const { buildInbound } = require('../src/runtime/inbound') as typeof import('../src/runtime/inbound');
 
+  it('a process image key of another type is left out with a warning (200), not a 503 "not connected"', async () => {
+    const { outboundRoutes, outboundOpenApi } = require('../src/http/outbound') as typeof import('../src/http/outbound');
+    const app = await startInProcess('outbound', (ctx) => ({
+      dataRoutes: outboundRoutes({ redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, log: ctx.log, metrics: ctx.metrics }),
+      openapi: outboundOpenApi,
+    }), redis, {});
+    try {
+      await client.hset('process:image:casdu:5:ioa:5', 'a', '1');
+      await client.set('process:image:casdu:5:ioa:6', '{"casdu":5,"ioa":6}');
+      const one = await request(`${app.url}/api/datapoints?casdu=5&ioa=5`);
+      expect([one.status, one.json()]).toEqual([200, { datapoints: [] }]);
+      const all = await request(`${app.url}/api/datapoints?casdu=5`);
+      expect([all.status, all.json()]).toEqual([200, { datapoints: [{ casdu: 5, ioa: 6 }] }]);
+    } finally {
+      await client.flushall();
+      await app.close();
+    }
+  });
+
   it('timestamps outside the years 0000-9999 are invalid (no RFC 3339 form)', () => {
     expect(readTimestamp(253402300800000, 'ts')).toEqual(E.left("invalid timestamp at path 'ts': 253402300800000")); // 10000-01-01
     expect(readTimestamp(253402300799999, 'ts')).toEqual(E.right('9999-12-31T23:59:59.999Z'));

@@ -159,7 +159,12 @@ export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
     try {
       if (f.casdu !== undefined && f.ioa !== undefined) {
         const key = processImageKey(f.casdu, f.ioa);
-        const value = await d.redis.get(key);
+        // a key of another type (a foreign writer's) is a stored value that is not a JSON object,
+        // not a data store failure (CONTRACT 4.1, 6.5)
+        const value = await d.redis.get(key).catch((err: Error) => {
+          if (/WRONGTYPE/.test(err.message)) return `(${err.message})`;
+          throw err;
+        });
         const ok = value !== null && isJsonObjectText(value);
         if (ok) d.metrics.getPoints.inc();
         else if (value !== null) {
