@@ -92,3 +92,30 @@ it('case 2: a receiver that dribbles a byte at a time is cut at TimeoutMilliseco
     await closeHostile(dribbler);
   }
 });
+
+it('case 2 (body): a receiver that answers 200 and then dribbles its body frees the request slot at TimeoutMilliseconds; the 200 counts', async () => {
+  const timers = new Set<NodeJS.Timeout>();
+  const dribbler = await hostile((s) => {
+    s.once('data', () => {
+      s.write('HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n');
+      const t = setInterval(() => (s.destroyed ? clearInterval(t) : s.write('a')), 100);
+      timers.add(t);
+    });
+  });
+  try {
+    const { c } = await h.outbound('dribble-body', [{ url: dribbler.url }], { Webhooks__TimeoutMilliseconds: '600', Webhooks__MaxInFlight: '1' });
+    for (let i = 0; i < 5; i++) await h.produce(i * 10, 10).then(() => new Promise((res) => setTimeout(res, 150)));
+    // five or so batches through one request slot, each cut at 0.6 s: all delivered and acknowledged
+    const group = async () => {
+      const g = ((await client.xinfo('GROUPS', 'process:updates')) as unknown[][]).find((x) => x[1] === 'rest-outbound:dribble-body') ?? [];
+      return Object.fromEntries(Array.from({ length: g.length / 2 }, (_, i) => [String(g[2 * i]), g[2 * i + 1]]));
+    };
+    await eventually(async () => ((await group())['entries-read'] === 50 && (await group()).pending === 0 ? true : undefined), 20000, 'all read and acknowledged');
+    expect(await client.exists('connectors:dribble-body:deadletter')).toBe(0);
+    expect(c.logs().some((l) => l.msg === 'webhook attempt failed')).toBe(false);
+  } finally {
+    for (const t of timers) clearInterval(t);
+    await closeHostile(dribbler);
+  }
+});
+
