@@ -75,3 +75,16 @@ it('decodes any hash: a mark without its record is ignored', () => {
   const r = decodeRecords({ '5-0': '6-0', '5-0|0 http://a/': '1', '9-0|1 http://b/': '1' });
   expect([...r.values()].map((x) => [x.first, x.last, [...x.done]])).toEqual([['5-0', '6-0', ['0 http://a/']]]);
 });
+
+it('an entry acknowledged on its own (no record) leaves the records alone; a record with no entries left is deleted without an XACK', async () => {
+  const { client } = r;
+  const state = redisDeliveryState(client, 'c', GROUP, 50);
+  await client.xgroup('CREATE', 'process:updates', GROUP, '$', 'MKSTREAM');
+  const id = (await client.xadd('process:updates', '*', 'data', 'not json'))!;
+  await client.call('XREADGROUP', 'GROUP', GROUP, 'me', 'STREAMS', 'process:updates', '>');
+  await run(state.record([id, '9-9']));
+  await run(state.ack(null, [id], []));
+  expect(await client.hgetall(batchesKey('c'))).toEqual({ [id]: '9-9' });
+  await run(state.ack(id, [], ['0 http://a/']));
+  expect(await client.hgetall(batchesKey('c'))).toEqual({});
+});

@@ -40,8 +40,11 @@ export interface DeliveryState {
   record(ids: readonly string[]): Observable<unknown>;
   /** Records that the webhook `key` has the batch starting at `first`; completes once written. */
   markDone(first: string, key: string): Observable<unknown>;
-  /** XACK of the entries, and the record `first` with every mark of it deleted, in one MULTI. */
-  ack(first: string, ids: readonly string[], keys: readonly string[]): Observable<unknown>;
+  /**
+   * XACK of the entries, and the record `first` with every mark of it deleted, in one MULTI;
+   * `first` null for entries that belong to no record (one acknowledged on its own).
+   */
+  ack(first: string | null, ids: readonly string[], keys: readonly string[]): Observable<unknown>;
   /** Deletes records (and marks) of batches every entry of which is settled (see `Settled`). */
   forgetSettled(settled: Settled): Observable<number>;
 }
@@ -100,11 +103,15 @@ export const redisDeliveryState = (redis: Redis, connectorId: string, group: str
     markDone: (first, webhook) => persist(retryMs, () => redis.hset(key, `${first}|${webhook}`, '1')),
     ack: (first, ids, keys) =>
       persist(retryMs, async () => {
-        const fields = new Set([first, ...keys.map((k) => `${first}|${k}`), ...(loadedMarks.get(first) ?? []).map((k) => `${first}|${k}`)]);
-        const replies = await redis.multi().xack(UPDATES_STREAM, group, ...ids).hdel(key, ...fields).exec();
+        const tx = redis.multi();
+        if (ids.length > 0) tx.xack(UPDATES_STREAM, group, ...ids);
+        if (first !== null) {
+          tx.hdel(key, ...new Set([first, ...keys.map((k) => `${first}|${k}`), ...(loadedMarks.get(first) ?? []).map((k) => `${first}|${k}`)]));
+        }
+        const replies = await tx.exec();
         const failed = replies?.find(([err]) => err !== null);
         if (replies === null || failed !== undefined) throw failed?.[0] ?? new Error('XACK transaction aborted');
-        loadedMarks.delete(first);
+        if (first !== null) loadedMarks.delete(first);
         return replies;
       }),
     forgetSettled: (settled) =>

@@ -92,7 +92,8 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
         mergeMap((i) => (i.kind === 'entry' ? [i.d] : i.ds).filter((d): d is Extract<Decoded, { ok: false }> => !d.ok)),
         mergeMap((d) => {
           o.onUndecodable(d.id, d.reason);
-          return o.state.ack(d.id, [d.id], []).pipe(map((): PipelineEvent => ({ kind: 'acked', ids: [d.id], reason: 'undecodable' })));
+          // on its own: its record (if its batch has one) stays until the rest of the batch is done
+          return o.state.ack(null, [d.id], []).pipe(map((): PipelineEvent => ({ kind: 'acked', ids: [d.id], reason: 'undecodable' })));
         }),
       );
       const fresh$ = items$.pipe(
