@@ -376,3 +376,23 @@ describe('case 11: answers that tell the truth', () => {
     }
   });
 });
+
+it('CONTRACT 5.1: an EXEC that got no answer in time is reported as of unknown outcome — and may indeed have been applied', async () => {
+  const { execAtomically } = require('../src/http/inbound') as typeof import('../src/http/inbound');
+  const { Redis: IORedis } = require('ioredis') as typeof import('ioredis');
+  const slow = new IORedis({ port: redis.port, host: '127.0.0.1', protocol: 2, commandTimeout: 300, maxRetriesPerRequest: 0 });
+  slow.on('error', () => undefined);
+  try {
+    await slow.ping();
+    await client.call('CLIENT', 'PAUSE', 1000, 'WRITE');
+    const result = await execAtomically(slow, [['set', 'process:image:casdu:6:ioa:1', '{"casdu":6}']]);
+    expect(result).toEqual(E.left({ error: 'Command timed out', unknown: true }));
+    await eventually(async () => ((await client.get('process:image:casdu:6:ioa:1')) !== null ? true : undefined), 5000, 'applied after all');
+    // a refused transaction is not of unknown outcome
+    await client.set('not-a-list', 'x');
+    expect(await execAtomically(slow, [['lpush', 'not-a-list', '1']])).toEqual(E.left({ error: expect.stringMatching(/WRONGTYPE/), unknown: false }));
+  } finally {
+    slow.disconnect();
+    await client.flushall();
+  }
+});
