@@ -10,7 +10,8 @@
  *
  * Printed per receiver: produced, received, lost, raw duplicates, duplicates left after
  * de-duplication by webhook-id, ids seen with two contents, and where raw duplicates came from (a
- * duplicate counts as "after a SIGKILL" when a process was SIGKILLed between its two copies, "after
+ * duplicate counts as "after a SIGKILL" when a process was SIGKILLed between its two copies (or up to
+ * 2 s before the first: requests it had already sent still arrive), "after
  * a timeout" when the receiver answered its first copy only after the connector had given up on it).
  * Exit status 0 when lost, duplicates after de-duplication and ids with two contents are 0
  * everywhere and the healthy receiver's raw duplicates all follow a SIGKILL; 1 otherwise.
@@ -38,6 +39,7 @@ const SETTLE_SECONDS = Number(process.env.CHAOS_SETTLE_SECONDS ?? 240);
 const [GAP_MIN, GAP_MAX] = (process.env.CHAOS_FAULT_GAP_MS ?? '3000,9000').split(',').map(Number) as [number, number];
 const ID = 'chaos';
 const TIMEOUT_MS = 3000;
+const KILL_SLACK_MS = 2000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const say = (s: string) => process.stdout.write(`${s}\n`);
@@ -315,9 +317,15 @@ const report = (r: Receiver): Row => {
   let afterTimeout = 0;
   let other = 0;
   for (const rep of r.repeats) {
-    if (kills.some((k) => k >= rep.first && k <= rep.again)) afterKill += rep.points;
+    // a request a process had already sent when it was SIGKILLed can still reach the receiver just
+    // after the kill: a kill up to KILL_SLACK_MS before the first copy counts too
+    if (kills.some((k) => k >= rep.first - KILL_SLACK_MS && k <= rep.again)) afterKill += rep.points;
     else if (r.answeredTooLate.has(rep.id)) afterTimeout += rep.points;
-    else other += rep.points;
+    else {
+      other += rep.points;
+      const before = kills.filter((k) => k <= rep.again).map((k) => rep.first - k);
+      say(`  ${r.name}: ${rep.points} points again under ${rep.id}, ${rep.again - rep.first} ms after the first copy; nearest kill ${before.length > 0 ? `${Math.min(...before.filter((d) => d >= 0), Infinity)} ms before the first copy` : 'none'}; faults between: ${log.filter((l) => l.at >= rep.first - KILL_SLACK_MS && l.at <= rep.again).map((l) => l.fault).join(',') || 'none'}`);
+    }
   }
   return {
     receiver: r.name, produced, received: r.raw.size, lost, rawDuplicates: extra(r.raw), duplicatesAfterDedup: extra(r.dedup),
