@@ -90,6 +90,12 @@ describe('startup parameters', () => {
     expect(E.isLeft(s) && s.left.length).toBe(3);
   });
 
+  it('refuses a consumer name with ~ (it names the consumers that hold claimed entries)', () => {
+    expect(load({}, { Id: 'c', Datastore__ConsumerName: 'a~b' })).toEqual(
+      E.left(["Datastore:ConsumerName: must not contain '~' (it names the consumers that hold claimed entries), got 'a~b'"]),
+    );
+  });
+
   it('accepts fractional retry seconds', () => {
     const s = load({}, { Id: 'c', Datastore__ConnectionRetrySeconds: '0.25' });
     expect(E.isRight(s) && s.right.datastore.connectionRetrySeconds).toBe(0.25);

@@ -45,6 +45,23 @@ it('case 1: entries this process has in flight (a webhook answering slower than 
   expect(await batchesLeft('case1')).toBe(0);
 });
 
+it('case 1b: a replica never claims what another holds in flight, even on a quiet stream (a blocking read that times out does not refresh a consumer\'s idle time)', async () => {
+  const healthy = await h.receiver();
+  const late = await h.receiver(() => 'hang');
+  const hooks = [{ url: healthy.url }, { url: late.url }];
+  const env = { ...CLAIM, Webhooks__TimeoutMilliseconds: '4000', Webhooks__MaxAttempts: '1', Webhooks__AutoRedrive: 'false' };
+  const shared = { hostUrls: ['http://127.0.0.1:0'] };
+  const a = await h.outbound('case1b', hooks, { ...env, Datastore__ConsumerName: 'replica-a' }, shared);
+  const b = await h.outbound('case1b', hooks, { ...env, Datastore__ConsumerName: 'replica-b' }, shared);
+  await h.produce(0, 20);
+  // nothing more is appended: the replicas' reads time out while one of them waits 4 s for the webhook
+  await eventually(async () => ((await pendingCount(client, 'case1b')) === 0 ? true : undefined), 20000, 'dead-lettered and acknowledged');
+  const claims = [...a.c.logs(), ...b.c.logs()].filter((l) => String(l.msg).startsWith('claimed'));
+  expect(claims).toEqual([]);
+  expect(late.requests.length).toBe(tally(healthy).bodies.size); // each batch sent to it once
+  expect([tally(healthy).raw, tally(healthy).rawDuplicates]).toEqual([20, 0]);
+});
+
 it('case 2 (and 9): a dead replica\'s batches are claimed whole, re-sent under their original webhook-id, only to the webhook that lacked them; the claim is logged', async () => {
   let hang = true;
   const healthy = await h.receiver();
@@ -103,6 +120,37 @@ it('case 3: a recorded batch read in two parts, whose entries have different idl
   expect(r1.delivered().map((q) => [q.headers['webhook-id'], tally(r1).raw])).toEqual([[`${ids[0]}_${ids[3]}`, 4]]);
   expect(c.logs().filter((l) => l.msg === 'claimed the pending entries of a consumer that stopped reading').map((l) => [l.from, l.count])).toEqual([['dead', 4]]);
   expect(await batchesLeft('case3')).toBe(0);
+});
+
+it('case 3b: claimed entries interleaved with this process\'s own, then a crash: after the restart each batch is re-formed with its own entries under its own webhook-id', async () => {
+  let hang = true;
+  const r0 = await h.receiver();
+  const r1 = await h.receiver(() => (hang ? 'hang' : { status: 200 }));
+  const hooks = [{ url: r0.url }, { url: r1.url }];
+  const env = { ...CLAIM, Webhooks__TimeoutMilliseconds: '60000', Datastore__ConsumerName: 'own' };
+  const group = 'rest-outbound:case3b';
+  await client.xgroup('CREATE', 'process:updates', group, '$', 'MKSTREAM');
+  const ids = await h.produce(0, 6);
+  // two replicas read in turns: 'dead' has entries 0, 2, 4 and 'own' 1, 3, 5; each formed one
+  // batch of its entries, recorded it, delivered it to webhook 0 and died before webhook 1 answered
+  for (const consumer of ['dead', 'own', 'dead', 'own', 'dead', 'own']) {
+    await client.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', 1, 'STREAMS', 'process:updates', '>');
+  }
+  const key0 = `0 ${r0.url}`;
+  await client.hset('connectors:case3b:batches', ids[0]!, ids[4]!, `${ids[0]}|${key0}`, '1', ids[1]!, ids[5]!, `${ids[1]}|${key0}`, '1');
+  // 'own' restarts: it re-sends its batch to webhook 1 (which hangs) and claims dead's batch
+  const first = await h.outbound('case3b', hooks, env);
+  await first.c.waitForLog((l) => l.msg === 'claimed the pending entries of a consumer that stopped reading');
+  await eventually(() => (r1.requests.length === 2 ? true : undefined), 10000, 'both batches sent to webhook 1');
+  await first.c.stop('SIGKILL');
+  hang = false;
+  await h.outbound('case3b', hooks, env);
+  await eventually(async () => ((await pendingCount(client, 'case3b')) === 0 ? true : undefined), 20000, 'all acknowledged');
+  expect(r0.delivered()).toEqual([]); // it had both
+  const seqsOf = (body: string) => (JSON.parse(body) as { datapoints: Array<{ seq: number }> }).datapoints.map((p) => p.seq);
+  const got = new Map(r1.delivered().map((q) => [String(q.headers['webhook-id']), seqsOf(q.body)]));
+  expect(Object.fromEntries(got)).toEqual({ [`${ids[0]}_${ids[4]}`]: [0, 2, 4], [`${ids[1]}_${ids[5]}`]: [1, 3, 5] });
+  expect(await batchesLeft('case3b')).toBe(0);
 });
 
 it('case 4: a batch formed while Redis is away goes out only once recorded; after a crash it is re-formed identically', async () => {

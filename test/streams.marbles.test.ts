@@ -443,6 +443,8 @@ function mapEvents(f: (e: PipelineEvent) => string) {
 describe('stream reader', () => {
   interface Script {
     pending: StreamEntry[][];
+    /** Pending pages of this process's claim consumers, by name. */
+    claimPending?: Record<string, StreamEntry[][]>;
     consumers?: ConsumerInfo[];
     claims?: Record<string, StreamEntry[][]>;
     lease?: boolean;
@@ -461,9 +463,17 @@ describe('stream reader', () => {
         calls.push('load');
         return of(RECORDS);
       },
-      readOwnPending: (after) => {
-        calls.push(`pending ${after}`);
-        return of(script.pending.shift() ?? []);
+      readPending: (owner, after) => {
+        calls.push(owner === 'me' ? `pending ${after}` : `pending ${owner} ${after}`);
+        return of((owner === 'me' ? script.pending : script.claimPending?.[owner] ?? []).shift() ?? []);
+      },
+      touch: (owner) => {
+        calls.push(`touch ${owner}`);
+        return of('OK');
+      },
+      deleteConsumer: (owner) => {
+        calls.push(`delete ${owner}`);
+        return of(1);
       },
       takeClaimLease: (ms) => {
         calls.push(`lease ${ms}`);
@@ -478,8 +488,8 @@ describe('stream reader', () => {
         calls.push('consumers');
         return of(script.consumers ?? []);
       },
-      claimFrom: (from, minIdle) => {
-        calls.push(`claim ${from} ${minIdle}`);
+      claimFrom: (from, to, minIdle) => {
+        calls.push(`claim ${from}>${to} ${minIdle}`);
         return of(script.claims?.[from]?.shift() ?? []);
       },
       readNew: () => {
@@ -506,16 +516,16 @@ describe('stream reader', () => {
       const out = readUpdates$(p, options(ts, { isStopping: () => stopping, isInFlight: (id) => id === '1-0', onError: (e) => errors.push(e) }));
       ts.schedule(() => (stopping = true), 70);
       // after the error: 2-0 is pending again (its read's reply could have been lost) and re-read
-      expectObservable(out.pipe(mapEvents2())).toBe('(ab)-d 4ms g 54ms f 4ms (e|)', { a: 'R1-1+', b: 'R1-2+', d: 'L2-0', g: 'L', f: 'R2-0+', e: 'L3-0' });
+      expectObservable(out.pipe(mapEvents2())).toBe('(ab)-d 4ms g 54ms f 4ms (e|)', { a: 'R1-1+@me', b: 'R1-2+@me', d: 'L2-0', g: 'L', f: 'R2-0+@me', e: 'L3-0' });
     });
     expect(calls).toEqual([
-      'group 0@0', 'load', 'pending 0', 'pending 1-1', 'pending 1-2', 'lease 500000', 'forget {"before":"1-0"}', 'consumers', 'read@0', 'read@5', 'read@10',
-      'group 0@65', 'load', 'pending 0', 'pending 2-0', 'lease 500000', 'forget {"before":"1-0"}', 'consumers', 'read@65',
+      'group 0@0', 'load', 'consumers', 'pending 0', 'pending 1-1', 'pending 1-2', 'consumers', 'lease 500000', 'forget {"before":"1-0"}', 'read@0', 'read@5', 'read@10',
+      'group 0@65', 'load', 'consumers', 'pending 0', 'pending 2-0', 'consumers', 'lease 500000', 'forget {"before":"1-0"}', 'read@65',
     ]);
     expect(errors).toHaveLength(1);
   });
 
-  it('claims the whole pending list of every other consumer idle for over claimIdleMs, never its own, with the records read back, and reports each claim', () => {
+  it('claims the whole pending list of every other consumer idle for over claimIdleMs into a claim consumer of its own, never its own entries, with the records read back, and reports each claim', () => {
     const ts = newScheduler();
     const calls: string[] = [];
     const claims: string[] = [];
@@ -523,7 +533,9 @@ describe('stream reader', () => {
       const p = port(ts, {
         pending: [],
         consumers: [
-          { name: 'me', pending: 5, idleMs: 90000 }, // itself: never
+          { name: 'me', pending: 5, idleMs: 90000 }, // itself: never claimed, kept alive
+          { name: 'me~old', pending: 2, idleMs: 90000 }, // what it claimed before: never claimed by it, kept alive
+          { name: 'me~done', pending: 0, idleMs: 90000 }, // a claim consumer left empty: deleted
           { name: 'dead', pending: 3, idleMs: 61000 },
           { name: 'alive', pending: 7, idleMs: 400 }, // reads: not dead
           { name: 'empty', pending: 0, idleMs: 99000 },
@@ -531,11 +543,29 @@ describe('stream reader', () => {
         claims: { dead: [[raw('1-1'), raw('1-2')], [raw('4-0')]] },
         reads: [],
       }, calls);
-      const out = readUpdates$(p, options(ts, { onClaim: (from, count, idle) => claims.push(`${from} ${count} ${idle}`) }));
-      expectObservable(out.pipe(mapEvents2())).toBe('(ab)-(c|)', { a: 'R1-1,1-2+', b: 'R4-0+', c: 'L' });
+      const out = readUpdates$(p, options(ts, { onClaim: (from, into, count, idle) => claims.push(`${from} ${into} ${count} ${idle}`) }));
+      expectObservable(out.pipe(mapEvents2())).toBe('(ab)-(c|)', { a: 'R1-1,1-2+@me~dead', b: 'R4-0+@me~dead', c: 'L' });
     });
-    expect(calls).toEqual(['group 0@0', 'load', 'pending 0', 'lease 500000', 'forget {"before":"1-0"}', 'consumers', 'load', 'claim dead 60000', 'claim dead 60000', 'claim dead 60000', 'read@0']);
-    expect(claims).toEqual(['dead 3 61000']);
+    expect(calls).toEqual([
+      'group 0@0', 'load', 'consumers', 'pending 0', 'pending me~old 0', 'consumers', 'touch me', 'touch me~old', 'delete me~done', 'lease 500000', 'forget {"before":"1-0"}', 'load',
+      'claim dead>me~dead 60000', 'claim dead>me~dead 60000', 'claim dead>me~dead 60000', 'read@0',
+    ]);
+    expect(claims).toEqual(['dead me~dead 3 61000']);
+  });
+
+  it('after a restart re-reads its own pending entries, then those of each of its claim consumers, each chunk marked with its consumer', () => {
+    const ts = newScheduler();
+    const calls: string[] = [];
+    ts.run(({ expectObservable }) => {
+      const p = port(ts, {
+        pending: [[raw('2-0'), raw('4-0')]],
+        claimPending: { 'me~dead': [[raw('1-0'), raw('3-0')]] },
+        consumers: [{ name: 'me', pending: 2, idleMs: 90000 }, { name: 'me~dead', pending: 2, idleMs: 90000 }, { name: 'other~dead', pending: 2, idleMs: 10 }],
+        reads: [],
+      }, calls);
+      expectObservable(readUpdates$(p, options(ts)).pipe(mapEvents2())).toBe('(ab)-(c|)', { a: 'R2-0,4-0+@me', b: 'R1-0,3-0+@me~dead', c: 'L' });
+    });
+    expect(calls.slice(0, 7)).toEqual(['group 0@0', 'load', 'consumers', 'pending 0', 'pending 4-0', 'pending me~dead 0', 'pending me~dead 3-0']);
   });
 
   it('claims nothing while another replica holds the claim lease', () => {
@@ -545,7 +575,7 @@ describe('stream reader', () => {
       const p = port(ts, { pending: [], lease: false, consumers: [{ name: 'dead', pending: 3, idleMs: 61000 }], claims: { dead: [[raw('1-1')]] }, reads: [] }, calls);
       expectObservable(readUpdates$(p, options(ts)).pipe(mapEvents2())).toBe('5ms (c|)', { c: 'L' });
     });
-    expect(calls).toEqual(['group 0@0', 'load', 'pending 0', 'lease 500000', 'read@0']);
+    expect(calls).toEqual(['group 0@0', 'load', 'consumers', 'pending 0', 'consumers', 'touch dead', 'lease 500000', 'read@0'].filter((c) => c !== 'touch dead'));
   });
 
   it('creates the group at $ when StartFromLatest is true', () => {
@@ -561,7 +591,8 @@ describe('stream reader', () => {
 
 /** R/L (replay or live), the IDs, and + when the records came along. */
 function mapEvents2() {
-  return (s: Observable<ReadChunk>) => s.pipe(map((c) => `${c.replay ? 'R' : 'L'}${c.entries.map((e) => e.id).join(',')}${c.records ? '+' : ''}`));
+  return (s: Observable<ReadChunk>) =>
+    s.pipe(map((c) => `${c.replay ? 'R' : 'L'}${c.entries.map((e) => e.id).join(',')}${c.records ? '+' : ''}${c.source !== undefined ? `@${c.source}` : ''}`));
 }
 
 describe('regroup (stable webhook-id after a restart)', () => {
@@ -577,6 +608,18 @@ describe('regroup (stable webhook-id after a restart)', () => {
         a: chunk(true, ['1-0', '2-0'], known), b: chunk(true, ['3-0', '4-0', '5-0', '6-0', '7-0'], known), c: chunk(true, ['8-0'], known), d: chunk(false, ['10-0']),
       });
       expectObservable(src.pipe(regroup(100), unitText())).toBe('10ms (xyzu) 14ms (wv) 6ms |', { x: 'R[1-0,2-0,3-0]', y: 'N[4-0]', z: 'R[5-0]', u: 'N[6-0]', w: 'R[7-0,8-0]', v: '10-0' });
+    });
+  });
+
+  it('never lets a batch span two consumers\' pending entries: interleaved IDs of a claim consumer stay out of a recorded batch of this one', () => {
+    newScheduler().run(({ cold, expectObservable }) => {
+      // this consumer read 2-0, 4-0, 6-0 as one batch; a dead one read 1-0, 3-0, 5-0 as one, now claimed
+      const known = new Map([rec('1-0', '5-0'), rec('2-0', '6-0')]);
+      const src = cold<ReadChunk>('a 9ms b 9ms |', {
+        a: { ...chunk(true, ['2-0', '4-0', '6-0'], known), source: 'me' },
+        b: { ...chunk(true, ['1-0', '3-0', '5-0', '7-0'], known), source: 'me~dead' },
+      });
+      expectObservable(src.pipe(regroup(100), unitText())).toBe('x 9ms (yz) 6ms |', { x: 'R[2-0,4-0,6-0]', y: 'R[1-0,3-0,5-0]', z: 'N[7-0]' });
     });
   });
 

@@ -48,13 +48,27 @@ describe('stream reply shapes under RESP2 (the protocol the connectors choose)',
     expect(consumers).toEqual([{ name: 'dead', pending: 2, idleMs: expect.any(Number) }]);
     expect(consumers[0]!.idleMs).toBeGreaterThanOrEqual(25);
     // entries idle for less than the minimum are not claimed
-    expect(await lastValueFrom(port.claimFrom('dead', 60000, 10))).toEqual([]);
-    expect(await lastValueFrom(port.claimFrom('dead', 20, 1))).toEqual([{ id: ids[0], fields: ['data', '{"n":1}'] }]);
-    expect(await lastValueFrom(port.claimFrom('dead', 20, 10))).toEqual([{ id: ids[1], fields: ['data', '{"n":2}'] }]);
-    expect(await lastValueFrom(port.claimFrom('dead', 20, 10))).toEqual([]);
+    expect(await lastValueFrom(port.claimFrom('dead', 'alive~dead', 60000, 10))).toEqual([]);
+    expect(await lastValueFrom(port.claimFrom('dead', 'alive~dead', 20, 1))).toEqual([{ id: ids[0], fields: ['data', '{"n":1}'] }]);
+    expect(await lastValueFrom(port.claimFrom('dead', 'alive~dead', 20, 10))).toEqual([{ id: ids[1], fields: ['data', '{"n":2}'] }]);
+    expect(await lastValueFrom(port.claimFrom('dead', 'alive~dead', 20, 10))).toEqual([]);
+    // the claimed entries are held by the claim consumer, not by 'alive' itself
+    expect(await lastValueFrom(port.readPending('alive~dead', '0', 10))).toEqual([{ id: ids[0], fields: ['data', '{"n":1}'] }, { id: ids[1], fields: ['data', '{"n":2}'] }]);
+    expect(await lastValueFrom(port.readPending('alive', '0', 10))).toEqual([]);
+    // a consumer's idle time is refreshed by touch (a blocking read that times out does not refresh it on Redis 7.0)
+    await new Promise((r) => setTimeout(r, 60));
+    const idle = async (name: string) => (await lastValueFrom(port.consumers())).find((c) => c.name === name)!.idleMs;
+    expect(await idle('alive~dead')).toBeGreaterThanOrEqual(50);
+    await lastValueFrom(port.touch('alive~dead'));
+    expect(await idle('alive~dead')).toBeLessThan(50);
+    expect(await lastValueFrom(port.readPending('alive~dead', '0', 10))).toHaveLength(2); // touch took nothing
+    await lastValueFrom(port.touch('dead'));
+    expect(await idle('dead')).toBeLessThan(50);
     expect(await lastValueFrom(port.settled())).toEqual({ before: ids[0] });
     await client.xack('process:updates', 'rest-outbound:x', ...ids.map(String));
     expect(await lastValueFrom(port.settled())).toEqual({ upTo: ids[1] });
+    await lastValueFrom(port.deleteConsumer('alive~dead'));
+    expect((await lastValueFrom(port.consumers())).map((c) => c.name)).toEqual(['alive', 'dead']);
     // one replica at a time holds the claim lease
     const other = redisStreamPort(client, 'x', 'other', state);
     expect(await lastValueFrom(port.takeClaimLease(1000))).toBe(true);

@@ -77,6 +77,12 @@ const bool: Parser<boolean> = (name, value) => {
 const nonEmptyText: Parser<string> = (name, value) =>
   value.trim() === '' ? E.left(`${name}: must not be empty`) : E.right(value);
 
+/** `~` joins a consumer's name to the one it claimed from (`claimConsumer`): not part of a name. */
+const consumerNameText: Parser<string> = (name, value) =>
+  E.chain((v: string) => (v.includes('~') ? E.left(`${name}: must not contain '~' (it names the consumers that hold claimed entries), got '${value}'`) : E.right(v)))(
+    nonEmptyText(name, value),
+  );
+
 /** An explicitly set value without any usable key would turn authentication off: refused (CONTRACT 6.5). */
 const keyList: Parser<readonly string[]> = (name, value) => {
   const keys = value.split(',').map((k) => k.trim()).filter((k) => k.length > 0);
@@ -168,7 +174,7 @@ export const loadStartupSettings = (
       startFromLatest: get(param(raw, P.startFromLatest, bool, true), true),
       configPollIntervalMilliseconds: get(param(raw, P.configPollIntervalMilliseconds, millis, 1000), 1000),
       streamMaxLength: get(param(raw, P.streamMaxLength, positiveInt, 100000), 100000),
-      consumerName: get(param(raw, P.consumerName, nonEmptyText, options.hostname), options.hostname),
+      consumerName: get(param(raw, P.consumerName, consumerNameText, options.hostname), options.hostname),
       claimIdleMilliseconds: get(param(raw, P.claimIdleMilliseconds, millis, 60000), 60000),
       claimIntervalMilliseconds: get(param(raw, P.claimIntervalMilliseconds, millis, 30000), 30000),
       commandTimeoutMilliseconds: get(param(raw, P.commandTimeoutMilliseconds, millis, 5000), 5000),

@@ -79,7 +79,7 @@ const startPush = (ctx: ConnectorContext, board: WebhookStatus[]): Background =>
       isStopping: () => stopping,
       isInFlight: (id) => inFlight.has(id),
       onError: (err) => log.warn({ err: (err as Error).message, retryInSeconds: startup.datastore.connectionRetrySeconds }, 'reading process:updates failed; retrying'),
-      onClaim: (from, count, idleMs) => log.warn({ group, from, count, idleSeconds: Math.round(idleMs / 1000) }, 'claimed the pending entries of a consumer that stopped reading'),
+      onClaim: (from, into, count, idleMs) => log.warn({ group, from, into, count, idleSeconds: Math.round(idleMs / 1000) }, 'claimed the pending entries of a consumer that stopped reading'),
     }))),
     tap((chunk) => {
       if (!chunk.replay) metrics.entriesRead.inc(chunk.entries.length);

@@ -19,14 +19,21 @@ export interface StreamPort {
   readonly consumer: string;
   /** XGROUP CREATE … MKSTREAM at `$` or `0`; an existing group is kept as it is. */
   createGroup(start: '$' | '0'): Observable<unknown>;
-  /** XREADGROUP … STREAMS process:updates {after}: this consumer's own pending entries. */
-  readOwnPending(after: string, count: number): Observable<StreamEntry[]>;
+  /** XREADGROUP … {consumer} … STREAMS process:updates {after}: the pending entries of `consumer` (this one or one of its claim consumers). */
+  readPending(consumer: string, after: string, count: number): Observable<StreamEntry[]>;
   /** XREADGROUP … BLOCK {blockMs} STREAMS process:updates >: new entries, [] on timeout. */
   readNew(count: number, blockMs: number): Observable<StreamEntry[]>;
   /** XINFO CONSUMERS of the group. */
   consumers(): Observable<ConsumerInfo[]>;
-  /** XPENDING of `consumer` (oldest `count`), then XCLAIM of those idle for `minIdleMs` to this consumer. */
-  claimFrom(consumer: string, minIdleMs: number, count: number): Observable<StreamEntry[]>;
+  /** XPENDING of `consumer` (oldest `count`), then XCLAIM of those idle for `minIdleMs` to consumer `to`. */
+  claimFrom(consumer: string, to: string, minIdleMs: number, count: number): Observable<StreamEntry[]>;
+  /**
+   * Refreshes `consumer`'s idle time without reading anything (a blocking read that times out does
+   * not, on Redis 7.0): a consumer of this process that holds entries is never taken for dead.
+   */
+  touch(consumer: string): Observable<unknown>;
+  /** XGROUP DELCONSUMER: only for a claim consumer of this process whose entries are all acknowledged. */
+  deleteConsumer(consumer: string): Observable<unknown>;
   /**
    * Takes the replicas' claim lease for `ms` (SET NX PX); false when another replica holds it. It
    * is not released: it expires before this replica's next round.
@@ -39,6 +46,15 @@ export interface StreamPort {
   /** Forgets the records of settled batches; resolves to how many. */
   forgetSettled(settled: Settled): Observable<number>;
 }
+
+/**
+ * The consumer that holds what `self` claimed from `from`: claimed entries never join the
+ * pending list of `self` (or of another claim), so that each consumer's pending entries are what
+ * one consumer read, in its order, and its recorded batches can be re-formed by their first and
+ * last IDs without taking in another consumer's entries that fall between them.
+ */
+export const claimConsumer = (self: string, from: string): string => `${self}~${from}`;
+export const isClaimConsumerOf = (self: string, name: string): boolean => name.startsWith(`${self}~`);
 
 export interface ReaderOptions {
   readonly startFromLatest: boolean;
@@ -57,8 +73,8 @@ export interface ReaderOptions {
   /** Checked after every read: once true, the reader completes instead of reading again. */
   readonly isStopping: () => boolean;
   readonly onError: (err: unknown) => void;
-  /** Called for every claim: how many entries, taken from which consumer (CONTRACT 4.3: every claim is logged). */
-  readonly onClaim: (from: string, count: number, idleMs: number) => void;
+  /** Called for every claim: how many entries, taken from which consumer into which (CONTRACT 4.3: every claim is logged). */
+  readonly onClaim: (from: string, into: string, count: number, idleMs: number) => void;
   readonly scheduler?: SchedulerLike;
 }
 
@@ -74,58 +90,76 @@ export interface ReadChunk {
   readonly entries: readonly StreamEntry[];
   readonly replay: boolean;
   readonly records?: BatchRecords;
+  /** The consumer whose pending entries a replay chunk holds: a batch never spans two. */
+  readonly source?: string;
 }
 
 /**
  * Entries of `process:updates` for this consumer, in chunks as read: first its own pending
- * entries (a restart loses nothing), then a claim round, then new entries, with a claim round
- * every `claimEveryMs`. On an error (connection lost) it waits `retryMs` and starts over from the
- * group's position: own pending entries not in flight here, then new ones. The position is
- * carried by the group and the stream, never by a mutable cursor.
+ * entries and those of its claim consumers (a restart loses nothing), then a claim round, then
+ * new entries, with a claim round every `claimEveryMs`. On an error (connection lost) it waits
+ * `retryMs` and starts over from the group's position: pending entries not in flight here, then
+ * new ones. The position is carried by the group and the stream, never by a mutable cursor.
  *
- * A claim round (CONTRACT 4.3) runs under a lease that one replica holds at a time, and takes the
- * whole pending list of every other consumer that has not read for `claimIdleMs` — never an
- * entry of this consumer, whose in-flight entries are never idle-claimed. A live consumer reads
- * every `blockMs`, so it is never taken for dead.
+ * A claim round (CONTRACT 4.3) first keeps this process's consumers alive (`touch`: a consumer
+ * holding entries in flight is never taken for dead, even on a quiet stream) and deletes its
+ * claim consumers left empty; then, under a lease that one replica holds at a time, it takes the
+ * whole pending list of every other consumer that has not read for `claimIdleMs` into a claim
+ * consumer of its own (`claimConsumer`) — never an entry of this process.
  */
 export const readUpdates$ = (port: StreamPort, o: ReaderOptions): Observable<ReadChunk> => {
   const scheduler = o.scheduler ?? asyncScheduler;
+  const self = port.consumer;
+  const mine = (name: string) => name === self || isClaimConsumerOf(self, name);
   const group$ = defer(() => port.createGroup(o.startFromLatest ? '$' : '0')).pipe(ignoreElements());
+  const pendingOf$ = (consumer: string, records: BatchRecords): Observable<ReadChunk> =>
+    port.readPending(consumer, '0', o.count).pipe(
+      expand((es) => (es.length === 0 ? EMPTY : port.readPending(consumer, lastId(es), o.count))),
+      takeWhile((es) => es.length > 0),
+      map((es): ReadChunk => ({ entries: es.filter((e) => !o.isInFlight(e.id)), replay: true, records, source: consumer })),
+      filter((c) => c.entries.length > 0),
+    );
   const pending$ = defer(() => port.loadRecords()).pipe(
     mergeMap((records) =>
-      port.readOwnPending('0', o.count).pipe(
-        expand((es) => (es.length === 0 ? EMPTY : port.readOwnPending(lastId(es), o.count))),
-        takeWhile((es) => es.length > 0),
-        map((es): ReadChunk => ({ entries: es.filter((e) => !o.isInFlight(e.id)), replay: true, records })),
-        filter((c) => c.entries.length > 0),
+      port.consumers().pipe(
+        mergeMap((cs) => {
+          const claims = cs.filter((c) => isClaimConsumerOf(self, c.name) && c.pending > 0).map((c) => c.name);
+          return of(self, ...claims).pipe(concatMap((name) => pendingOf$(name, records)));
+        }),
       ),
     ),
   );
   const claimFrom$ = (c: ConsumerInfo, records: BatchRecords): Observable<ReadChunk> => {
+    const into = claimConsumer(self, c.name);
     let claimed = 0;
-    return port.claimFrom(c.name, o.claimIdleMs, o.count).pipe(
-      expand((es) => (es.length === 0 ? EMPTY : port.claimFrom(c.name, o.claimIdleMs, o.count))),
+    return port.claimFrom(c.name, into, o.claimIdleMs, o.count).pipe(
+      expand((es) => (es.length === 0 ? EMPTY : port.claimFrom(c.name, into, o.claimIdleMs, o.count))),
       takeWhile((es) => es.length > 0),
       tap((es) => (claimed += es.length)),
-      map((es): ReadChunk => ({ entries: es, replay: true, records })),
+      map((es): ReadChunk => ({ entries: es, replay: true, records, source: into })),
       finalize(() => {
-        if (claimed > 0) o.onClaim(c.name, claimed, c.idleMs);
+        if (claimed > 0) o.onClaim(c.name, into, claimed, c.idleMs);
       }),
     );
   };
-  const claim$ = defer(() => port.takeClaimLease(Math.max(Math.floor(o.claimEveryMs / 2), 1))).pipe(
-    mergeMap((held) =>
-      !held
-        ? EMPTY
-        : concat(
-            defer(() => port.settled()).pipe(mergeMap((s) => port.forgetSettled(s)), ignoreElements()),
-            defer(() => port.consumers()).pipe(
-              map((cs) => cs.filter((c) => c.name !== port.consumer && c.pending > 0 && c.idleMs > o.claimIdleMs)),
-              filter((cs) => cs.length > 0),
-              // read back after the dead consumers stopped writing: their records are complete
-              mergeMap((cs) => port.loadRecords().pipe(mergeMap((records) => of(...cs).pipe(concatMap((c) => claimFrom$(c, records)))))),
-            ),
-          ),
+  const claim$ = defer(() => port.consumers()).pipe(
+    mergeMap((cs) =>
+      concat(
+        of(...cs.filter((c) => mine(c.name) && (c.name === self || c.pending > 0))).pipe(concatMap((c) => port.touch(c.name)), ignoreElements()),
+        of(...cs.filter((c) => isClaimConsumerOf(self, c.name) && c.pending === 0)).pipe(concatMap((c) => port.deleteConsumer(c.name)), ignoreElements()),
+        defer(() => port.takeClaimLease(Math.max(Math.floor(o.claimEveryMs / 2), 1))).pipe(
+          mergeMap((held) => {
+            const dead = cs.filter((c) => !mine(c.name) && c.pending > 0 && c.idleMs > o.claimIdleMs);
+            return !held
+              ? EMPTY
+              : concat(
+                  defer(() => port.settled()).pipe(mergeMap((s) => port.forgetSettled(s)), ignoreElements()),
+                  // read back after the dead consumers stopped writing: their records are complete
+                  defer(() => (dead.length === 0 ? EMPTY : port.loadRecords())).pipe(mergeMap((records) => of(...dead).pipe(concatMap((c) => claimFrom$(c, records))))),
+                );
+          }),
+        ),
+      ),
     ),
   );
   let lastClaim = scheduler.now();

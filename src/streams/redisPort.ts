@@ -9,6 +9,9 @@ import type { ConsumerInfo, StreamPort } from './reader';
 export const groupName = (connectorId: string): string => `rest-outbound:${connectorId}`;
 export const claimLeaseKey = (connectorId: string): string => `connectors:${connectorId}:claim-lease`;
 
+/** One below the highest stream ID (see `touch`). */
+const TOUCH_AFTER = '18446744073709551615-18446744073709551614';
+
 const num = (u: unknown): number => (typeof u === 'number' ? u : Number(u));
 
 /** `XINFO CONSUMERS` under RESP2: one flat `[name, n, pending, n, idle, ms, …]` per consumer. Total. */
@@ -32,8 +35,8 @@ export const redisStreamPort = (blocking: Redis, connectorId: string, consumer: 
           throw e;
         }),
       ),
-    readOwnPending: (after, count) =>
-      defer(() => blocking.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'STREAMS', UPDATES_STREAM, after)).pipe(
+    readPending: (owner, after, count) =>
+      defer(() => blocking.call('XREADGROUP', 'GROUP', group, owner, 'COUNT', count, 'STREAMS', UPDATES_STREAM, after)).pipe(
         map((reply) => decodeReadReply(reply, UPDATES_STREAM)),
       ),
     readNew: (count, blockMs) =>
@@ -41,15 +44,19 @@ export const redisStreamPort = (blocking: Redis, connectorId: string, consumer: 
         blocking.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', UPDATES_STREAM, '>'),
       ).pipe(map((reply) => decodeReadReply(reply, UPDATES_STREAM))),
     consumers: () => defer(() => blocking.call('XINFO', 'CONSUMERS', UPDATES_STREAM, group)).pipe(map(decodeConsumers)),
-    claimFrom: (from, minIdleMs, count) =>
+    claimFrom: (from, to, minIdleMs, count) =>
       defer(async () => {
         const pending = (await blocking.call('XPENDING', UPDATES_STREAM, group, '-', '+', count, from)) as unknown[];
         const ids = pending.map((p) => String((p as unknown[])[0]));
         if (ids.length === 0) return [];
-        const claimed = (await blocking.call('XCLAIM', UPDATES_STREAM, group, consumer, minIdleMs, ...ids)) as unknown[];
+        const claimed = (await blocking.call('XCLAIM', UPDATES_STREAM, group, to, minIdleMs, ...ids)) as unknown[];
         // an entry deleted from the stream comes back as nil (Redis < 7) or not at all (Redis 7)
         return decodeEntries(claimed.filter((c) => c !== null));
       }),
+    // a read of the pending entries after the highest ID there can be (the highest itself is
+    // answered without looking the consumer up): nothing comes back, and the consumer was seen
+    touch: (owner) => defer(() => blocking.call('XREADGROUP', 'GROUP', group, owner, 'COUNT', 1, 'STREAMS', UPDATES_STREAM, TOUCH_AFTER)),
+    deleteConsumer: (owner) => defer(() => blocking.call('XGROUP', 'DELCONSUMER', UPDATES_STREAM, group, owner)),
     takeClaimLease: (ms) => defer(() => blocking.set(claimLeaseKey(connectorId), consumer, 'PX', ms, 'NX')).pipe(map((r) => r === 'OK')),
     settled: () =>
       defer(async (): Promise<Settled> => {

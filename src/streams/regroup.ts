@@ -16,7 +16,8 @@ export type Unit =
 /**
  * Re-forms replayed entries into the batches they were (CONTRACT 4.3), along the records read back
  * with them: a recorded batch may span pages of the replay; it is closed at its last ID, at the
- * first entry past it, or at the first live chunk. Replayed entries outside any record were never
+ * first entry past it, at the first live chunk, or where the replay passes to another consumer's
+ * pending entries (each consumer's are what one consumer read, in its order: see `claimConsumer`). Replayed entries outside any record were never
  * sent (a batch is recorded before it goes out): they are batched among themselves, at most
  * `maxSize` a batch and never beyond a page, and never mixed with live entries.
  */
@@ -24,6 +25,7 @@ export const regroup = (maxSize: number): OperatorFunction<ReadChunk, Unit> => (
   new Observable<Unit>((subscriber) => {
     let open: { record: BatchRecord; entries: StreamEntry[] } | null = null;
     let loose: StreamEntry[] = [];
+    let source: string | undefined;
     const close = () => {
       if (open !== null) {
         subscriber.next({ kind: 'batch', entries: open.entries, record: open.record });
@@ -43,6 +45,12 @@ export const regroup = (maxSize: number): OperatorFunction<ReadChunk, Unit> => (
           flushLoose();
           for (const e of chunk.entries) subscriber.next({ kind: 'entry', entry: e });
           return;
+        }
+        if (chunk.source !== source) {
+          // another consumer's pending entries: its batches are its own
+          close();
+          flushLoose();
+          source = chunk.source;
         }
         for (const e of chunk.entries) {
           if (open !== null && compareIds(e.id, open.record.last) <= 0) {
