@@ -1,3 +1,5 @@
+import { WrittenNumber } from './mapping/writtenNumbers';
+
 /**
  * A value of outside data as an error text shows it: JSON, cut at `max` characters, with arrays
  * and objects below `depth` levels shown as `[…]` / `{…}`. Total: never throws and never walks
@@ -12,7 +14,8 @@ export const renderValue = (u: unknown, max = 80, depth = 8): string => {
   const walk = (v: unknown, level: number): boolean => {
     if (v === undefined) return emit('undefined');
     if (v === null || typeof v === 'boolean') return emit(String(v));
-    if (typeof v === 'number') return emit(Number.isFinite(v) ? String(v) : String(v));
+    if (typeof v === 'number') return emit(String(v));
+    if (v instanceof WrittenNumber) return emit(v.literal);
     if (typeof v === 'string') return emit(JSON.stringify(v.length > max ? v.slice(0, max + 1) : v));
     if (typeof v !== 'object') return emit(String(v));
     if (Array.isArray(v)) {

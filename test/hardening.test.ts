@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/Either';
-import { createServer } from 'node:http';
+import { createServer, get as httpGet } from 'node:http';
 import { Writable } from 'node:stream';
 import { createApp } from '../src/http/app';
 import { makeMetrics } from '../src/http/metrics';
@@ -216,6 +216,62 @@ describe('case 15: codes and texts', () => {
     }
   });
 
+  it('a chunk of 1,000 keys whose values together exceed the longest string V8 can hold is streamed whole (200), not 503 "not connected"', async () => {
+    const { outboundRoutes, outboundOpenApi } = require('../src/http/outbound') as typeof import('../src/http/outbound');
+    const app = await startInProcess('outbound', (ctx) => ({
+      dataRoutes: outboundRoutes({ redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, log: ctx.log, metrics: ctx.metrics }),
+      openapi: outboundOpenApi,
+    }), redis, {});
+    try {
+      // 530 values of 1.05 MB: 556 MB in one MGET chunk, past V8's ~536.9 M characters
+      const pad = 'x'.repeat(1_050_000);
+      const values = Array.from({ length: 530 }, (_, ioa) => `{"casdu":9,"ioa":${ioa},"pad":"${pad}"}`);
+      for (let i = 0; i < values.length; i += 50) {
+        const pipe = client.pipeline();
+        values.slice(i, i + 50).forEach((v, j) => pipe.set(`process:image:casdu:9:ioa:${i + j}`, v));
+        await pipe.exec();
+      }
+      const expected = { bytes: '{"datapoints":['.length + values.reduce((n, v) => n + v.length, 0) + values.length - 1 + ']}'.length };
+      const got = await new Promise<{ status: number; bytes: number; head: string; tail: string }>((resolve, reject) => {
+        httpGet(`${app.url}/api/datapoints?casdu=9`, (res) => {
+          let bytes = 0;
+          let head = '';
+          let tail = '';
+          res.on('data', (d: Buffer) => {
+            bytes += d.length;
+            if (head.length < 40) head += d.subarray(0, 40).toString();
+            tail = (tail + d.subarray(Math.max(0, d.length - 40)).toString()).slice(-40);
+          });
+          res.on('end', () => (res.complete ? resolve({ status: res.statusCode ?? 0, bytes, head: head.slice(0, 30), tail: tail.slice(-8) }) : reject(new Error('incomplete'))));
+          res.on('error', reject);
+        }).on('error', reject);
+      });
+      expect(got).toEqual({ status: 200, bytes: expected.bytes, head: '{"datapoints":[{"casdu":9,"ioa', tail: 'xxxx"}]}' });
+    } finally {
+      await client.flushall();
+      await app.close();
+    }
+  }, 120000);
+
+  it('numbers too large for a double are named as written, wherever they are in the body (not Infinity, not null)', () => {
+    const { parseJsonBody, overflowingNumbers, WrittenNumber } = require('../src/mapping/writtenNumbers') as typeof import('../src/mapping/writtenNumbers');
+    const { readAs } = require('../src/mapping/convert') as typeof import('../src/mapping/convert');
+    const text = '{"v":1e400,"a":[1,{"k\\"x":-2E+999}],"__proto__":1e999,"d":9e999,"d":5,"ok":1e300,"s":"1e400"}';
+    expect(overflowingNumbers(text).map((o) => [o.path, o.literal])).toEqual([
+      [['v'], '1e400'], [['a', 1, 'k"x'], '-2E+999'], [['__proto__'], '1e999'], [['d'], '9e999'],
+    ]);
+    const body = parseJsonBody(text) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(body)).toBe(Object.prototype); // __proto__ stays an own key
+    expect(body.v).toEqual(new WrittenNumber('1e400'));
+    expect(Object.getOwnPropertyDescriptor(body, '__proto__')!.value).toEqual(new WrittenNumber('1e999'));
+    expect([body.d, body.ok, body.s]).toEqual([5, 1e300, '1e400']); // the last of a repeated key wins, as in JSON.parse
+    expect(readAs('float', body.v, 'v')).toEqual(E.left("value 1e400 at path 'v' is not a float"));
+    expect(readAs('int', (body.a as unknown[])[1], 'a[1]')).toEqual(E.left(`value {"k\\"x":-2E+999} at path 'a[1]' is not an int`));
+    expect(readTimestamp(body.v, 'ts')).toEqual(E.left("invalid timestamp at path 'ts': 1e400"));
+    // deep bodies are walked without recursion
+    expect(overflowingNumbers(`${'['.repeat(100000)}1e999${']'.repeat(100000)}`)[0]!.literal).toBe('1e999');
+  });
+
   it('timestamps outside the years 0000-9999 are invalid (no RFC 3339 form)', () => {
     expect(readTimestamp(253402300800000, 'ts')).toEqual(E.left("invalid timestamp at path 'ts': 253402300800000")); // 10000-01-01
     expect(readTimestamp(253402300799999, 'ts')).toEqual(E.right('9999-12-31T23:59:59.999Z'));
@@ -235,6 +291,8 @@ describe('case 15: codes and texts', () => {
       expect([line.failedCount, line.failed.length]).toEqual([30, 20]);
       const deep = await post('d', `{"x":${nested(5000)}}`);
       expect([deep.status, deep.json().failed[0].error]).toEqual([422, "value [[[[[[[[[…]]]]]]]]] at path 'x' is not a float"]);
+      const huge = await post('d', '{"x": 1e400}');
+      expect([huge.status, huge.json().failed[0].error]).toEqual([422, "value 1e400 at path 'x' is not a float"]);
     } finally {
       await app.close();
     }

@@ -1,4 +1,5 @@
 import * as E from 'fp-ts/Either';
+import { parseJsonBody } from '../mapping/writtenNumbers';
 import type { DataRoute } from './app';
 import type { Redis } from 'ioredis';
 import { applyMappings } from '../mapping/apply';
@@ -93,7 +94,7 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
     }
     let json: unknown;
     try {
-      json = JSON.parse(body.text);
+      json = parseJsonBody(body.text);
     } catch (err) {
       sendError(res, 400, 'invalid_json', `the body is not valid JSON: ${(err as Error).message}`);
       return;

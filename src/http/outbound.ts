@@ -23,6 +23,8 @@ export interface OutboundDeps {
 }
 
 const SCAN_COUNT = 10000;
+/** Bytes (UTF-16 code units) gathered before a write of a streamed response. */
+const WRITE_BYTES = 1 << 20;
 
 /**
  * Addresses of the keys matching the filter, as one number each (casdu × 2^24 + ioa: exact, and
@@ -118,9 +120,16 @@ const streamPoints = async (d: OutboundDeps, res: Response, addresses: Float64Ar
         skipped++;
         continue;
       }
-      out += first ? v : `,${v}`;
+      const item = first ? v : `,${v}`;
       first = false;
       count++;
+      // written at WRITE_BYTES: a chunk's values together may exceed the longest string V8 can
+      // hold (~512 MiB), one value alone never does
+      if (out.length + item.length > WRITE_BYTES && out.length > 0) {
+        await write(res, out, d.writeTimeoutMs ?? 30000);
+        out = '';
+      }
+      out += item;
     }
     await write(res, out, d.writeTimeoutMs ?? 30000);
     out = '';

@@ -1,0 +1,87 @@
+/**
+ * Numbers too large for a double (`1e400`) parse as ±Infinity, and an error text would name them
+ * `Infinity` — not what the sender wrote. `parseJsonBody` keeps the literal of each such number in
+ * its place, as a `WrittenNumber`, which no conversion accepts and every error text shows as
+ * written (CONTRACT 5.4, 6.5: "value 1e400 at path 'v' is not a float").
+ */
+export class WrittenNumber {
+  constructor(readonly literal: string) {}
+}
+
+/** Could the text hold a number literal that overflows a double? (a 3-digit exponent, or 309 digits) */
+const MAYBE_OVERFLOW = /\d[eE]\+?\d{3}|\d{309}/;
+
+type Segment = string | number;
+
+/** Where the string starting at `i` (its opening quote) ends: the index after its closing quote. */
+const stringEnd = (text: string, i: number): number => {
+  let k = i + 1;
+  while (text[k] !== '"') k += text[k] === '\\' ? 2 : 1;
+  return k + 1;
+};
+
+const DELIMITERS = new Set([',', ']', '}', ' ', '\t', '\n', '\r']);
+
+/**
+ * Every number literal of a valid JSON text that does not fit a double, with its path. Iterative
+ * (any depth); for a key given twice, both are listed and the parsed value decides (last wins).
+ */
+export const overflowingNumbers = (text: string): Array<{ path: Segment[]; literal: string }> => {
+  const out: Array<{ path: Segment[]; literal: string }> = [];
+  const path: Segment[] = [];
+  const kinds: Array<'o' | 'a'> = [];
+  let expectKey = false;
+  let i = 0;
+  while (i < text.length) {
+    const ch = text[i]!;
+    if (ch === ' ' || ch === '\t' || ch === '\n' || ch === '\r' || ch === ':') i++;
+    else if (ch === '{' || ch === '[') {
+      kinds.push(ch === '{' ? 'o' : 'a');
+      path.push(ch === '{' ? '' : 0);
+      expectKey = ch === '{';
+      i++;
+    } else if (ch === '}' || ch === ']') {
+      kinds.pop();
+      path.pop();
+      i++;
+    } else if (ch === ',') {
+      if (kinds[kinds.length - 1] === 'a') path[path.length - 1] = (path[path.length - 1] as number) + 1;
+      else expectKey = true;
+      i++;
+    } else if (ch === '"') {
+      const end = stringEnd(text, i);
+      if (expectKey) {
+        path[path.length - 1] = JSON.parse(text.slice(i, end)) as string;
+        expectKey = false;
+      }
+      i = end;
+    } else {
+      let j = i;
+      while (j < text.length && !DELIMITERS.has(text[j]!)) j++;
+      const token = text.slice(i, j);
+      if ((ch === '-' || (ch >= '0' && ch <= '9')) && !Number.isFinite(Number(token)) && path.length > 0) out.push({ path: [...path], literal: token });
+      i = j;
+    }
+  }
+  return out;
+};
+
+const own = (v: unknown, key: Segment): unknown =>
+  v !== null && typeof v === 'object' && Object.prototype.hasOwnProperty.call(v, key) ? (v as Record<Segment, unknown>)[key] : undefined;
+
+/** JSON.parse, with every overflowing number kept as written (see `WrittenNumber`). Throws as JSON.parse does. */
+export const parseJsonBody = (text: string): unknown => {
+  const value: unknown = JSON.parse(text);
+  if (!MAYBE_OVERFLOW.test(text)) return value;
+  for (const { path, literal } of overflowingNumbers(text)) {
+    let parent: unknown = value;
+    for (const seg of path.slice(0, -1)) parent = own(parent, seg);
+    const last = path[path.length - 1]!;
+    const found = own(parent, last);
+    // defineProperty: a key named __proto__ stays an own property, never the prototype
+    if (typeof found === 'number' && !Number.isFinite(found)) {
+      Object.defineProperty(parent, last, { value: new WrittenNumber(literal), writable: true, enumerable: true, configurable: true });
+    }
+  }
+  return value;
+};
