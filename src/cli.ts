@@ -4,8 +4,9 @@ import { releaseStopSignals } from './runtime/signals';
 import * as E from 'fp-ts/Either';
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { Redis } from 'ioredis';
-import { parseConnectionString, toRedisOptions } from './config/connectionString';
+import { format } from 'node:util';
+import { Redis, type RedisOptions } from 'ioredis';
+import { parseConnectionString, toRedisOptions, type TlsFiles } from './config/connectionString';
 import { parseManagedSettings, type ManagedSettings } from './config/managed';
 import { collectRaw, loadStartupSettings, PARAMETERS, type StartupSettings } from './config/startup';
 import { parseTime, runDeadletter } from './deadletterCommands';
@@ -16,6 +17,7 @@ import { buildInbound } from './runtime/inbound';
 import { makeLogger } from './runtime/logger';
 import { buildOutbound } from './runtime/outbound';
 import { configKey, runConnector, type ConnectorKind, type Outcome } from './runtime/connector';
+import { describeConnectionError } from './runtime/datastore';
 import { VERSION } from './version';
 
 const HELP: Record<string, string> = {
@@ -117,11 +119,29 @@ const startupSettings = (requireId: boolean): E.Either<string[], StartupSettings
   return loadStartupSettings(collectRaw(appsettings, process.env), { requireId, hostname: hostname() });
 };
 
-const redisOptionsOf = (s: StartupSettings) => {
+/** The connection string and the TLS files, read at start-up: a file that cannot be read is a startup error (exit 2). */
+const redisOptionsOf = (s: StartupSettings): E.Either<string[], RedisOptions> => {
   const target = parseConnectionString(s.connectionString);
-  return E.isLeft(target)
-    ? E.left([`${PARAMETERS.connectionString}: ${target.left}`])
-    : E.right(toRedisOptions(target.right));
+  if (E.isLeft(target)) return E.left([`${PARAMETERS.connectionString}: ${target.left}`]);
+  const errors: string[] = [];
+  const files: { -readonly [K in keyof TlsFiles]: TlsFiles[K] } = {};
+  const read = (param: string, path: string | undefined, key: keyof TlsFiles) => {
+    if (path === undefined) return;
+    const text = readText(path);
+    if (E.isLeft(text)) errors.push(`${param}: ${text.left}`);
+    else if (!text.right.includes('-----BEGIN ')) errors.push(`${param}: ${path} is not a PEM file`);
+    else files[key] = text.right;
+  };
+  read(PARAMETERS.tlsCaFile, s.datastore.tlsCaFile, 'ca');
+  read(PARAMETERS.tlsCertFile, s.datastore.tlsCertFile, 'cert');
+  read(PARAMETERS.tlsKeyFile, s.datastore.tlsKeyFile, 'key');
+  if ((files.cert === undefined) !== (files.key === undefined) && errors.length === 0) {
+    errors.push(`${PARAMETERS.tlsCertFile} and ${PARAMETERS.tlsKeyFile} go together (mutual TLS needs both)`);
+  }
+  if (!target.right.tls && (s.datastore.tlsCaFile ?? s.datastore.tlsCertFile ?? s.datastore.tlsKeyFile) !== undefined) {
+    errors.push(`${PARAMETERS.connectionString}: TLS files are set but the connection string does not ask for TLS (add ssl=true, or use rediss://)`);
+  }
+  return errors.length > 0 ? E.left(errors) : E.right(toRedisOptions(target.right, files));
 };
 
 const takeOption = (args: string[], name: string): string | undefined => {
@@ -137,9 +157,22 @@ const runConnectorCommand = async (kind: ConnectorKind): Promise<Outcome> => {
   if (E.isLeft(startup)) return { code: 2, message: startup.left.join('; ') };
   if (E.isLeft(options)) return { code: 2, message: options.left.join('; ') };
   const log = makeLogger({ connector: kind, id: startup.right.id, version: VERSION });
+  routeConsole(log);
   const outcome = await runConnector(kind, startup.right, options.right, log, kind === 'outbound' ? buildOutbound : buildInbound);
   await new Promise<void>((resolve) => log.flush(() => resolve()));
   return outcome;
+};
+
+/**
+ * A running connector writes nothing but pino JSON lines: what a library prints with `console`
+ * (ioredis reports an error of a connection it made itself, e.g. to a sentinel, that way) becomes
+ * a log line of its own.
+ */
+const routeConsole = (log: ReturnType<typeof makeLogger>): void => {
+  const levels = { log: 'info', info: 'info', debug: 'debug', warn: 'warn', error: 'error' } as const;
+  for (const [method, level] of Object.entries(levels) as Array<[keyof typeof levels, (typeof levels)[keyof typeof levels]]>) {
+    console[method] = (...args: unknown[]) => log[level]({ source: 'library' }, format(...args).slice(0, 4096));
+  }
 };
 
 /** A short-lived connection for the operator commands: one attempt, no retries. */
@@ -147,13 +180,22 @@ const withRedis = async <A>(fn: (r: Redis) => Promise<A>): Promise<E.Either<stri
   const startup = startupSettings(false);
   const options = E.chain(redisOptionsOf)(startup);
   if (E.isLeft(options)) return E.left(options.left.join('; '));
-  const redis = new Redis({ ...options.right, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: options.right.connectTimeout ?? 5000 });
-  redis.on('error', () => undefined);
+  const redis = new Redis({
+    ...options.right, lazyConnect: true, retryStrategy: () => null, sentinelRetryStrategy: () => null, maxRetriesPerRequest: 0,
+    connectTimeout: options.right.connectTimeout ?? 5000,
+  });
+  // the cause (WRONGPASS …, a certificate error, ECONNREFUSED host:port) comes as an error event;
+  // the rejected promise often says only "Connection is closed."
+  let cause: string | undefined;
+  redis.on('error', (err: Error) => {
+    cause ??= describeConnectionError(err);
+  });
   try {
     await redis.connect();
     return E.right(await fn(redis));
   } catch (err) {
-    return E.left(`data store: ${(err as Error).message}`);
+    const message = describeConnectionError(err as Error);
+    return E.left(`data store: ${cause !== undefined && !message.includes(cause) ? `${cause} (${message})` : message}`);
   } finally {
     redis.disconnect();
   }

@@ -26,7 +26,23 @@ describe('ConnectionStrings:Datastore', () => {
 
   it('serviceName means Sentinel with the listed endpoints as sentinels', () => {
     const o = toRedisOptions(ok('s1:26379,s2:26380,serviceName=mymaster,password=p'));
-    expect(o).toEqual({ protocol: 2, db: 0, password: 'p', sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26380 }], name: 'mymaster' });
+    // failoverDetector: the sentinels' +switch-master is followed, not only the next connection error
+    expect(o).toEqual({ protocol: 2, db: 0, password: 'p', sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26380 }], name: 'mymaster', failoverDetector: true });
+  });
+
+  it('TLS: CA, client certificate and key from the startup parameters, sslHost as the name to verify, the same TLS for sentinels; sentinelPassword apart', () => {
+    const files = { ca: 'CA-PEM', cert: 'CERT-PEM', key: 'KEY-PEM' };
+    expect(toRedisOptions(ok('redis.internal:6380,ssl=true,sslHost=redis.example.com,password=p'), files)).toEqual({
+      protocol: 2, db: 0, password: 'p', host: 'redis.internal', port: 6380, tls: { ca: 'CA-PEM', cert: 'CERT-PEM', key: 'KEY-PEM', servername: 'redis.example.com' },
+    });
+    const tls = { ca: 'CA-PEM', servername: 'r.example.com' };
+    expect(toRedisOptions(ok('s1:26379,serviceName=m,ssl=true,sslHost=r.example.com,password=p,sentinelPassword=sp'), { ca: 'CA-PEM' })).toEqual({
+      protocol: 2, db: 0, password: 'p', tls, sentinels: [{ host: 's1', port: 26379 }], name: 'm', failoverDetector: true,
+      sentinelPassword: 'sp', enableTLSForSentinelMode: true, sentinelTLS: tls,
+    });
+    // files are not used without ssl=true (the start-up refuses that combination)
+    expect(toRedisOptions(ok('h:1'), files).tls).toBeUndefined();
+    expect(E.isLeft(parseConnectionString('h:1,sslHost='))).toBe(true);
   });
 
   it('redis:// and rediss:// URLs', () => {

@@ -14,13 +14,13 @@ describe('startup parameters', () => {
         datastore: {
           connectionRetrySeconds: 2, streamPollIntervalMilliseconds: 500, startFromLatest: true,
           configPollIntervalMilliseconds: 1000, streamMaxLength: 100000, consumerName: 'host-a',
-          claimIdleMilliseconds: 60000, claimIntervalMilliseconds: 30000, commandTimeoutMilliseconds: 5000,
+          claimIdleMilliseconds: 60000, claimIntervalMilliseconds: 30000, commandTimeoutMilliseconds: 5000, waitReplicas: 0, waitTimeoutMilliseconds: 1000,
         },
         webhooks: {
           batchWindowMilliseconds: 100, batchMaxSize: 1000, timeoutMilliseconds: 10000, maxAttempts: 5, maxInFlight: 4,
           stopTimeoutMilliseconds: 8000, circuitFailureThreshold: 3, probeIntervalSeconds: 5, autoRedrive: true, deadLetterMaxLength: 100000,
         },
-        http: { maxBodyBytes: 1048576, maxConnections: 1024, headersTimeoutMilliseconds: 10000, requestTimeoutMilliseconds: 30000, maxBodyBytesInFlight: 67108864 },
+        http: { maxBodyBytes: 1048576, maxConnections: 1024, headersTimeoutMilliseconds: 10000, requestTimeoutMilliseconds: 30000, maxBodyBytesInFlight: 67108864, idempotencyTtlSeconds: 86400 },
         apiKeys: [],
       }),
     );

@@ -9,7 +9,18 @@ export interface DatastoreTarget {
   readonly tls: boolean;
   readonly db: number;
   readonly sentinelMaster?: string;
+  /** The password of the sentinels themselves (`sentinelPassword=`), separate from the data nodes'. */
+  readonly sentinelPassword?: string;
+  /** The server name a TLS certificate must carry (`sslHost=`), when it is not the host connected to. */
+  readonly sslHost?: string;
   readonly connectTimeoutMs?: number;
+}
+
+/** PEM contents of the TLS startup parameters (`Datastore:TlsCaFile`, …), read at start-up. */
+export interface TlsFiles {
+  readonly ca?: string;
+  readonly cert?: string;
+  readonly key?: string;
 }
 
 const DEFAULT_PORT = 6379;
@@ -64,7 +75,7 @@ const redactUrl = (s: string): string => s.replace(/\/\/([^:@/]*):[^@/]*@/, '//$
 
 /**
  * `host:port`, the StackExchange.Redis form `host:port,host2:port,password=…,user=…,ssl=true,
- * defaultDatabase=N,serviceName=…,connectTimeout=ms,abortConnect=…`, or a `redis://`/`rediss://` URL.
+ * sslHost=…,defaultDatabase=N,serviceName=…,sentinelPassword=…,connectTimeout=ms,abortConnect=…`, or a `redis://`/`rediss://` URL.
  * Option names are case-insensitive, as in StackExchange.Redis; an unknown option is an error
  * rather than silently dropped.
  */
@@ -103,6 +114,13 @@ export const parseConnectionString = (input: string): E.Either<string, Datastore
         if (!/^[0-9]+$/.test(value)) return E.left(`defaultDatabase: expected a database number, got '${value}'`);
         target = { ...target, db: Number(value) };
         break;
+      case 'sentinelpassword':
+        target = { ...target, sentinelPassword: value };
+        break;
+      case 'sslhost':
+        if (value === '') return E.left('sslHost: must not be empty');
+        target = { ...target, sslHost: value };
+        break;
       case 'servicename':
         if (value === '') return E.left('serviceName: must not be empty');
         target = { ...target, sentinelMaster: value };
@@ -116,7 +134,7 @@ export const parseConnectionString = (input: string): E.Either<string, Datastore
         break;
       default:
         return E.left(
-          `unsupported option '${key}' (supported: password, user, ssl, defaultDatabase, serviceName, connectTimeout, abortConnect)`,
+          `unsupported option '${key}' (supported: password, user, ssl, sslHost, defaultDatabase, serviceName, sentinelPassword, connectTimeout, abortConnect)`,
         );
     }
   }
@@ -124,18 +142,39 @@ export const parseConnectionString = (input: string): E.Either<string, Datastore
   return E.right(target);
 };
 
-/** ioredis options for a target. RESP2 is chosen on purpose: stream replies keep their nested-array shape. */
-export const toRedisOptions = (t: DatastoreTarget): RedisOptions => {
+/**
+ * ioredis options for a target. RESP2 is chosen on purpose: stream replies keep their nested-array
+ * shape. With `serviceName`, the sentinels are asked for the master and their `+switch-master`
+ * announcements are followed (`failoverDetector`), so a failover moves the connection within about
+ * a second instead of at the next error; with `ssl=true` the sentinels are reached over the same
+ * TLS as the data nodes.
+ */
+export const toRedisOptions = (t: DatastoreTarget, files: TlsFiles = {}): RedisOptions => {
   const first = t.endpoints[0]!;
+  const tls = t.tls
+    ? {
+        ...(files.ca !== undefined ? { ca: files.ca } : {}),
+        ...(files.cert !== undefined ? { cert: files.cert } : {}),
+        ...(files.key !== undefined ? { key: files.key } : {}),
+        ...(t.sslHost !== undefined ? { servername: t.sslHost } : {}),
+      }
+    : undefined;
   const common: RedisOptions = {
     protocol: 2,
     db: t.db,
     ...(t.username !== undefined ? { username: t.username } : {}),
     ...(t.password !== undefined ? { password: t.password } : {}),
-    ...(t.tls ? { tls: {} } : {}),
+    ...(tls !== undefined ? { tls } : {}),
     ...(t.connectTimeoutMs !== undefined ? { connectTimeout: t.connectTimeoutMs } : {}),
   };
   return t.sentinelMaster !== undefined
-    ? { ...common, sentinels: t.endpoints.map((e) => ({ host: e.host, port: e.port })), name: t.sentinelMaster }
+    ? {
+        ...common,
+        sentinels: t.endpoints.map((e) => ({ host: e.host, port: e.port })),
+        name: t.sentinelMaster,
+        failoverDetector: true,
+        ...(t.sentinelPassword !== undefined ? { sentinelPassword: t.sentinelPassword } : {}),
+        ...(tls !== undefined ? { enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
+      }
     : { ...common, host: first.host, port: first.port };
 };

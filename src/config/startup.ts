@@ -21,6 +21,13 @@ export interface StartupSettings {
     readonly claimIntervalMilliseconds: number;
     /** A data-store command unanswered this long fails (503), and the store counts as stalled. */
     readonly commandTimeoutMilliseconds: number;
+    /** PEM files for TLS to Redis (and sentinels): CA, client certificate and key (mutual TLS). */
+    readonly tlsCaFile?: string;
+    readonly tlsCertFile?: string;
+    readonly tlsKeyFile?: string;
+    /** CONTRACT 5.1.1: replicas that must acknowledge an inbound write before it is answered 200 (WAIT). */
+    readonly waitReplicas: number;
+    readonly waitTimeoutMilliseconds: number;
   };
   readonly webhooks: {
     readonly batchWindowMilliseconds: number;
@@ -43,6 +50,8 @@ export interface StartupSettings {
     readonly headersTimeoutMilliseconds: number;
     readonly requestTimeoutMilliseconds: number;
     readonly maxBodyBytesInFlight: number;
+    /** CONTRACT 5.1.1: how long an Idempotency-Key's answer is kept. */
+    readonly idempotencyTtlSeconds: number;
   };
   readonly apiKeys: readonly string[];
 }
@@ -73,6 +82,9 @@ const bool: Parser<boolean> = (name, value) => {
   const v = value.trim().toLowerCase();
   return v === 'true' ? E.right(true) : v === 'false' ? E.right(false) : E.left(`${name}: expected true or false, got '${value}'`);
 };
+
+const nonNegativeInt: Parser<number> = (name, value) =>
+  /^\s*[0-9]+\s*$/.test(value) && Number.isSafeInteger(Number(value)) ? E.right(Number(value)) : E.left(`${name}: expected an integer of 0 or more, got '${value}'`);
 
 const nonEmptyText: Parser<string> = (name, value) =>
   value.trim() === '' ? E.left(`${name}: must not be empty`) : E.right(value);
@@ -122,6 +134,12 @@ export const PARAMETERS = {
   requestTimeoutMilliseconds: 'Http:RequestTimeoutMilliseconds',
   maxBodyBytesInFlight: 'Http:MaxBodyBytesInFlight',
   commandTimeoutMilliseconds: 'Datastore:CommandTimeoutMilliseconds',
+  tlsCaFile: 'Datastore:TlsCaFile',
+  tlsCertFile: 'Datastore:TlsCertFile',
+  tlsKeyFile: 'Datastore:TlsKeyFile',
+  waitReplicas: 'Datastore:WaitReplicas',
+  waitTimeoutMilliseconds: 'Datastore:WaitTimeoutMilliseconds',
+  idempotencyTtlSeconds: 'Http:IdempotencyTtlSeconds',
   apiKeys: 'Authentication:ApiKeys',
 } as const;
 
@@ -153,6 +171,12 @@ const param = <A>(raw: Raw, name: string, parse: Parser<A>, fallback: A): E.Eith
   return value === undefined ? E.right(fallback) : parse(name, value);
 };
 
+/** A path-like parameter: present and not blank, or absent. */
+const optionalText = <K extends string>(raw: Raw, name: string, key: K): Partial<Record<K, string>> => {
+  const v = raw.get(name.toLowerCase())?.trim();
+  return v === undefined || v === '' ? {} : ({ [key]: v } as Record<K, string>);
+};
+
 /** Every startup parameter that does not parse is reported, not only the first. */
 export const loadStartupSettings = (
   raw: Raw,
@@ -178,6 +202,11 @@ export const loadStartupSettings = (
       claimIdleMilliseconds: get(param(raw, P.claimIdleMilliseconds, millis, 60000), 60000),
       claimIntervalMilliseconds: get(param(raw, P.claimIntervalMilliseconds, millis, 30000), 30000),
       commandTimeoutMilliseconds: get(param(raw, P.commandTimeoutMilliseconds, millis, 5000), 5000),
+      ...optionalText(raw, P.tlsCaFile, 'tlsCaFile'),
+      ...optionalText(raw, P.tlsCertFile, 'tlsCertFile'),
+      ...optionalText(raw, P.tlsKeyFile, 'tlsKeyFile'),
+      waitReplicas: get(param(raw, P.waitReplicas, nonNegativeInt, 0), 0),
+      waitTimeoutMilliseconds: get(param(raw, P.waitTimeoutMilliseconds, millis, 1000), 1000),
     },
     webhooks: {
       batchWindowMilliseconds: get(param(raw, P.batchWindowMilliseconds, millis, 100), 100),
@@ -197,6 +226,7 @@ export const loadStartupSettings = (
       headersTimeoutMilliseconds: get(param(raw, P.headersTimeoutMilliseconds, millis, 10000), 10000),
       requestTimeoutMilliseconds: get(param(raw, P.requestTimeoutMilliseconds, millis, 30000), 30000),
       maxBodyBytesInFlight: get(param(raw, P.maxBodyBytesInFlight, positiveInt, 67108864), 67108864),
+      idempotencyTtlSeconds: get(param(raw, P.idempotencyTtlSeconds, positiveInt, 86400), 86400),
     },
     apiKeys: get(param(raw, P.apiKeys, keyList, []), []),
   };

@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 
 export type BodyResult =
-  | { readonly ok: true; readonly text: string }
+  | { readonly ok: true; readonly text: string; readonly bytes: Buffer }
   | { readonly ok: false; readonly reason: 'too_large' | 'aborted' | 'busy' };
 
 /**
@@ -79,7 +79,10 @@ export const readBody = (req: Request, limit: number, budget?: BodyBudget): Prom
       }
       chunks.push(chunk);
     };
-    const onEnd = () => done({ ok: true, text: chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8') });
+    const onEnd = () => {
+      const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      done({ ok: true, text: bytes.toString('utf8'), bytes });
+    };
     const onError = () => done({ ok: false, reason: 'aborted' });
     req.on('data', onData);
     req.on('end', onEnd);

@@ -3,6 +3,7 @@ import { parseJsonBody } from '../mapping/writtenNumbers';
 import type { DataRoute } from './app';
 import type { Redis } from 'ioredis';
 import { applyMappings } from '../mapping/apply';
+import { decodeStored, doneCommand, idempotencyKey, pendingCommand, requestHash, validIdempotencyKey, verdictOf, type Verdict } from './idempotency';
 import { errorCommands, writeCommands, type Command } from '../mapping/commands';
 import { failureBody, okBody } from '../mapping/responses';
 import { UPDATES_STREAM, type Mapping } from '../mapping/types';
@@ -25,6 +26,17 @@ export interface InboundDeps {
   readonly now: () => Date;
   readonly log: Logger;
   readonly metrics: Metrics;
+  /**
+   * CONTRACT 5.1.1: replicas that must acknowledge a write (`WAIT`) before it is answered 200, and
+   * how long to wait. With N > 0 the writes go over `writer()`, a connection of a small pool of
+   * their own: `WAIT` blocks the connection it is sent on, and must not hold up anything else.
+   */
+  readonly waitReplicas?: number;
+  readonly waitTimeoutMs?: number;
+  readonly writer?: () => Promise<Redis | undefined>;
+  readonly idempotencyTtlSeconds?: number;
+  /** How long a first request's "pending" marker holds its key (it expires if the process dies). */
+  readonly idempotencyLockMs?: number;
 }
 
 /** Why a transaction did not answer 200: it was not applied, or nobody can tell (CONTRACT 5.1). */
@@ -32,9 +44,23 @@ export interface WriteFailure {
   readonly error: string;
   /** The request went out and no answer came back (connection lost, command timeout): it may have been applied. */
   readonly unknown: boolean;
+  /** The problem details' `detail` when it is not "not connected" (a read-only node, unconfirmed replicas). */
+  readonly detail?: string;
+  /** Applied on the master, not confirmed by enough replicas (CONTRACT 5.1.1). */
+  readonly unconfirmed?: boolean;
 }
 
-const OUTCOME_UNKNOWN = /timed out|Connection is closed|ECONNRESET|EPIPE|socket hang up/i;
+export const READ_ONLY_DETAIL = 'the data store node is a replica (a failover is under way); nothing was written';
+const unconfirmedDetail = (n: number, acked: number) =>
+  `the write was applied on the master but not confirmed by ${n} replica${n === 1 ? '' : 's'} (${acked} confirmed in time); retry with the same Idempotency-Key to avoid writing twice`;
+
+/**
+ * Errors of a command that was sent and got no answer. With `maxRetriesPerRequest: 0`, ioredis
+ * fails the commands it had sent when their connection closes with "Reached the max retries per
+ * request limit": those may have run (a command it could not send fails with "Stream isn't
+ * writeable" instead, and did not).
+ */
+const OUTCOME_UNKNOWN = /timed out|Connection is closed|ECONNRESET|EPIPE|socket hang up|max retries per request/i;
 
 /** Runs commands in one MULTI/EXEC; Left when EXEC failed or any command in it did. */
 export const execAtomically = async (redis: Redis, commands: readonly Command[]): Promise<E.Either<WriteFailure, void>> => {
@@ -42,10 +68,25 @@ export const execAtomically = async (redis: Redis, commands: readonly Command[])
     const replies = await redis.multi(commands as unknown as string[][]).exec();
     if (replies === null) return E.left({ error: 'transaction aborted', unknown: false });
     const failed = replies.find(([err]) => err !== null);
-    return failed === undefined ? E.right(undefined) : E.left({ error: String(failed[0]), unknown: false });
+    return failed === undefined ? E.right(undefined) : E.left(failure(String(failed[0]), false));
+  } catch (err) {
+    const e = err as Error & { previousErrors?: Error[] };
+    const error = [...new Set([e.message, ...(e.previousErrors ?? []).map((p) => p.message)])].join('; ');
+    return E.left(failure(error, OUTCOME_UNKNOWN.test(e.message)));
+  }
+};
+
+const failure = (error: string, unknown: boolean): WriteFailure =>
+  /READONLY/.test(error) ? { error, unknown: false, detail: READ_ONLY_DETAIL } : { error, unknown };
+
+/** CONTRACT 5.1.1: `WAIT n timeout` on the connection that wrote; Left unless n replicas have the write. */
+export const waitForReplicas = async (redis: Redis, n: number, timeoutMs: number): Promise<E.Either<WriteFailure, void>> => {
+  try {
+    const acked = Number(await redis.call('WAIT', n, timeoutMs));
+    return acked >= n ? E.right(undefined) : E.left({ error: `WAIT: ${acked} of ${n} replicas`, unknown: false, unconfirmed: true, detail: unconfirmedDetail(n, acked) });
   } catch (err) {
     const error = (err as Error).message;
-    return E.left({ error, unknown: OUTCOME_UNKNOWN.test(error) });
+    return E.left({ error, unknown: false, unconfirmed: true, detail: unconfirmedDetail(n, 0) });
   }
 };
 
@@ -55,9 +96,12 @@ export const OUTCOME_UNKNOWN_DETAIL = 'the data store did not answer the write: 
 export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
   { method: 'post', path: '/api/datapoints', handler: async (req, res) => {
     const unavailable = (topic: string, f: WriteFailure, msg: string): void => {
-      d.metrics.inboundWrites.inc({ outcome: 'failed' });
-      d.log.error({ topic, err: f.error, outcomeUnknown: f.unknown || undefined }, f.unknown ? 'the data store did not answer; the outcome of the write is unknown' : msg);
-      sendProblem(res, 503, f.unknown ? OUTCOME_UNKNOWN_DETAIL : NOT_CONNECTED);
+      d.metrics.inboundWrites.inc({ outcome: f.unconfirmed ? 'unconfirmed' : 'failed' });
+      d.log.error(
+        { topic, err: f.error, outcomeUnknown: f.unknown || undefined },
+        f.unknown ? 'the data store did not answer; the outcome of the write is unknown' : f.unconfirmed ? 'the write was not confirmed by enough replicas' : msg,
+      );
+      sendProblem(res, 503, f.unknown ? OUTCOME_UNKNOWN_DETAIL : f.detail ?? NOT_CONNECTED);
     };
     const receivedAt = d.now().toISOString();
     // every parameter of the raw query counts (CONTRACT 6.5): a second topic anywhere is refused
@@ -108,43 +152,129 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
       sendError(res, 404, 'unknown_topic', `No mappings are configured for topic '${topic}'`);
       return;
     }
+    const keyHeader = req.headers['idempotency-key'];
+    if (keyHeader !== undefined && !validIdempotencyKey(keyHeader)) {
+      sendError(res, 400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 printable ASCII characters without spaces');
+      return;
+    }
     if (!d.isConnected()) {
       sendProblem(res, 503, NOT_CONNECTED);
       return;
     }
+    const writer = (d.waitReplicas ?? 0) > 0 ? await d.writer?.() : d.redis;
+    if (writer === undefined) {
+      sendProblem(res, 503, NOT_CONNECTED);
+      return;
+    }
+    const confirm = async (): Promise<E.Either<WriteFailure, void>> =>
+      (d.waitReplicas ?? 0) > 0 ? waitForReplicas(writer, d.waitReplicas!, d.waitTimeoutMs ?? 1000) : E.right(undefined);
+
+    // CONTRACT 5.1.1: a key already taken answers from what is stored under it, and writes nothing
+    let idem: { key: string; hash: string } | undefined;
+    if (keyHeader !== undefined) {
+      const key = idempotencyKey(d.connectorId, keyHeader);
+      const hash = requestHash(topic, body.bytes);
+      const taken = await takeKey(writer, key, hash, d.idempotencyLockMs ?? 10000);
+      if (E.isLeft(taken)) return unavailable(topic, taken.left, 'taking the idempotency key failed; nothing was written');
+      const verdict = taken.right;
+      if (verdict !== 'taken') {
+        if (verdict.kind === 'reused') {
+          sendError(res, 422, 'idempotency_key_reused', 'this Idempotency-Key was used for another topic or body');
+          return;
+        }
+        if (verdict.kind === 'in_progress') {
+          sendError(res, 409, 'idempotency_key_in_progress', 'a request with this Idempotency-Key is being processed; retry shortly');
+          return;
+        }
+        if (verdict.kind === 'replay') {
+          // a stored 200 is confirmed again: the first request may have got a WaitReplicas 503
+          const confirmed = verdict.status === 200 ? await confirm() : E.right(undefined);
+          if (E.isLeft(confirmed)) return unavailable(topic, confirmed.left, 'the replayed write was not confirmed by enough replicas');
+          d.metrics.inboundWrites.inc({ outcome: 'replayed' });
+          res.setHeader('Idempotent-Replayed', 'true');
+          sendJsonText(res, verdict.status, verdict.body);
+          return;
+        }
+      }
+      idem = { key, hash };
+    }
+    /** A failure before anything was written gives the key back, so that a retry can write. */
+    const release = async (f: WriteFailure): Promise<void> => {
+      if (idem !== undefined && !f.unknown) await writer.del(idem.key).catch(() => undefined);
+    };
+    const stored = (status: number, text: string): Command[] =>
+      idem === undefined ? [] : [doneCommand(idem.key, idem.hash, status, text, d.idempotencyTtlSeconds ?? 86400)];
+
     const result = applyMappings(mappings, json, receivedAt, d.connectorId);
     if (E.isRight(result)) {
       d.metrics.mappingOutcomes.inc({ topic, outcome: 'succeeded' }, result.right.length);
       // CONTRACT 6.5: Redis does not roll a MULTI back, so an XADD must not be able to fail inside
       // it (its SETs would stay): process:updates is a stream, or absent, or nothing is written
-      const streamType = await d.redis.type(UPDATES_STREAM).catch((err: Error) => err);
-      if (streamType instanceof Error) return unavailable(topic, { error: streamType.message, unknown: false }, 'checking process:updates failed; nothing was written');
+      const streamType = await writer.type(UPDATES_STREAM).catch((err: Error) => err);
+      if (streamType instanceof Error) {
+        const f: WriteFailure = { error: streamType.message, unknown: false };
+        await release(f);
+        return unavailable(topic, f, 'checking process:updates failed; nothing was written');
+      }
       if (streamType !== 'stream' && streamType !== 'none') {
+        await release({ error: '', unknown: false });
         d.metrics.inboundWrites.inc({ outcome: 'failed' });
         d.log.error({ topic, type: streamType }, 'process:updates is not a stream; nothing was written');
         sendProblem(res, 503, `${UPDATES_STREAM} is not a stream (it is a ${streamType}); nothing was written`);
         return;
       }
-      const written = await execAtomically(d.redis, writeCommands(result.right, d.connectorId, d.streamMaxLength));
-      if (E.isLeft(written)) return unavailable(topic, written.left, 'writing the data points failed; nothing was written');
+      const answer = JSON.stringify(okBody(topic, result.right));
+      const written = await execAtomically(writer, [...writeCommands(result.right, d.connectorId, d.streamMaxLength), ...stored(200, answer)]);
+      if (E.isLeft(written)) {
+        await release(written.left);
+        return unavailable(topic, written.left, 'writing the data points failed; nothing was written');
+      }
+      const confirmed = await confirm();
+      if (E.isLeft(confirmed)) return unavailable(topic, confirmed.left, 'the write was not confirmed by enough replicas');
       d.metrics.inboundWrites.inc({ outcome: 'written' });
-      sendJsonText(res, 200, JSON.stringify(okBody(topic, result.right)));
+      sendJsonText(res, 200, answer);
       return;
     }
     const failures = result.left;
     d.metrics.mappingOutcomes.inc({ topic, outcome: 'failed' }, failures.failed.length);
     if (failures.succeeded.length > 0) d.metrics.mappingOutcomes.inc({ topic, outcome: 'succeeded' }, failures.succeeded.length);
-    const recorded = await execAtomically(d.redis, errorCommands(d.connectorId, topic, failures));
-    if (E.isLeft(recorded)) return unavailable(topic, recorded.left, 'recording the mapping errors failed');
+    const answer = JSON.stringify(failureBody(topic, failures));
+    const recorded = await execAtomically(writer, [...errorCommands(d.connectorId, topic, failures), ...stored(422, answer)]);
+    if (E.isLeft(recorded)) {
+      await release(recorded.left);
+      return unavailable(topic, recorded.left, 'recording the mapping errors failed');
+    }
     d.metrics.inboundWrites.inc({ outcome: 'rejected' });
     // at most 20 failures in the line, and their count (a topic may have thousands of mappings)
     d.log.warn(
       { topic, failedCount: failures.failed.length, failed: failures.failed.slice(0, 20).map((f) => ({ signalId: f.mapping.name, error: f.error })) },
       'mappings failed; nothing written',
     );
-    sendJsonText(res, 422, JSON.stringify(failureBody(topic, failures)));
+    sendJsonText(res, 422, answer);
   } },
 ];
+
+/**
+ * Takes an idempotency key for this request ('taken'), or tells what is stored under it. A key
+ * that expired between the two reads is tried once more.
+ */
+const takeKey = async (redis: Redis, key: string, hash: string, lockMs: number): Promise<E.Either<WriteFailure, 'taken' | Verdict>> => {
+  try {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const [cmd, ...args] = pendingCommand(key, hash, lockMs);
+      if ((await redis.call(cmd, ...args)) === 'OK') return E.right('taken');
+      const text = await redis.get(key).catch((err: Error) => {
+        if (/WRONGTYPE/.test(err.message)) return '';
+        throw err;
+      });
+      const verdict = verdictOf(decodeStored(text), hash, text !== null);
+      if (verdict.kind !== 'gone') return E.right(verdict);
+    }
+    return E.right({ kind: 'in_progress' });
+  } catch (err) {
+    return E.left({ error: (err as Error).message, unknown: false });
+  }
+};
 
 export const inboundOpenApi: OpenApiPart = {
   paths: {
@@ -152,7 +282,13 @@ export const inboundOpenApi: OpenApiPart = {
       post: {
         operationId: 'postDataPoints',
         summary: "Apply the topic's mappings to a JSON object and write the data points, all or nothing",
-        parameters: [{ name: 'topic', in: 'query', required: true, schema: { type: 'string', minLength: 1 }, description: 'the mapping group applied to the payload' }],
+        parameters: [
+          { name: 'topic', in: 'query', required: true, schema: { type: 'string', minLength: 1 }, description: 'the mapping group applied to the payload' },
+          {
+            name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$' },
+            description: 'makes a retry safe: a repeated request with the same key, topic and body gets the stored answer (header Idempotent-Replayed: true) and writes nothing',
+          },
+        ],
         requestBody: {
           required: true,
           description: 'any JSON object; the topic\'s mappings read their values from it by path',
@@ -160,13 +296,14 @@ export const inboundOpenApi: OpenApiPart = {
         },
         responses: {
           '200': { description: 'every mapping succeeded and the data points were written', content: { 'application/json': { schema: { $ref: '#/components/schemas/InboundSuccess' } } } },
-          '400': jsonError('missing_topic, invalid_json or invalid_body'),
+          '400': jsonError('missing_topic, invalid_json, invalid_body or invalid_idempotency_key'),
+          '409': jsonError('idempotency_key_in_progress: a request with this Idempotency-Key is still being processed'),
           '401': problem('API keys are configured and none valid was given'),
           '404': jsonError("unknown_topic: No mappings are configured for topic 'T'"),
           '413': jsonError('payload_too_large'),
           '415': jsonError('unsupported_media_type'),
-          '422': { description: 'one or more mappings failed; nothing was written', content: { 'application/json': { schema: { $ref: '#/components/schemas/InboundFailure' } } } },
-          '503': problem('connector inactive, or data store not connected'),
+          '422': { description: 'one or more mappings failed; nothing was written (or idempotency_key_reused: the key was used for another topic or body)', content: { 'application/json': { schema: { $ref: '#/components/schemas/InboundFailure' } } } },
+          '503': problem('connector inactive, data store not connected or read-only, outcome unknown, or not confirmed by Datastore:WaitReplicas replicas'),
         },
       },
     },

@@ -37,7 +37,7 @@ export const makeMetrics = (who: MetricsIdentity) => {
     }),
     datastoreConnected: new Gauge({ name: 'datastore_connected', help: '1 while the data store is connected', ...r }),
     mappingOutcomes: new Counter({ name: 'inbound_mappings_total', help: 'Inbound mapping results by topic and outcome', labelNames: ['topic', 'outcome'] as const, ...inbound }),
-    inboundWrites: new Counter({ name: 'inbound_requests_total', help: 'Inbound requests by outcome (written, rejected, failed)', labelNames: ['outcome'] as const, ...inbound }),
+    inboundWrites: new Counter({ name: 'inbound_requests_total', help: 'Inbound requests by outcome (written, rejected, failed, unconfirmed, replayed)', labelNames: ['outcome'] as const, ...inbound }),
     getPoints: new Counter({ name: 'outbound_get_datapoints_total', help: 'Data points returned by GET /api/datapoints', ...outbound }),
     getSkipped: new Counter({ name: 'outbound_get_skipped_total', help: 'Stored values left out of GET responses because they were not JSON objects', ...outbound }),
     deliveries: new Counter({ name: 'webhook_deliveries_total', help: 'Batches by webhook and outcome (delivered, deadlettered)', labelNames: ['webhook', 'host', 'outcome'] as const, ...outbound }),

@@ -15,6 +15,25 @@ export interface Datastore {
 }
 
 /**
+ * A connection error as an operator needs it: the message, with the code or the address when the
+ * message alone does not say (`ECONNREFUSED 127.0.0.1:6390`, `self-signed certificate in
+ * certificate chain (SELF_SIGNED_CERT_IN_CHAIN)`).
+ */
+export const describeConnectionError = (err: Error): string => {
+  const e = err as Error & { code?: string; address?: string; port?: number };
+  let text = err.message || String(err);
+  if (e.code !== undefined && !text.includes(e.code)) text += ` (${e.code})`;
+  if (e.address !== undefined && !text.includes(e.address)) text += ` ${e.address}${e.port !== undefined ? `:${e.port}` : ''}`;
+  return text;
+};
+
+/** Authentication, authorisation and certificate failures: retrying does not help, an operator must act. */
+export const needsOperator = (err: Error): boolean =>
+  /WRONGPASS|NOAUTH|NOPERM|invalid (username|password)|certificate|self[- ]signed|unable to (verify|get)|CERT_|ERR_TLS|ERR_SSL|handshake|alert|IP: .* is not in the cert|Hostname\/IP does not match/i.test(
+    `${err.message} ${(err as { code?: string }).code ?? ''}`,
+  );
+
+/**
  * Connects at once and retries every `retrySeconds`, forever. Commands fail fast while
  * disconnected (no offline queue, no resend of unanswered commands), so callers answer 503
  * instead of hanging, and a MULTI that may not have run is never sent twice.
@@ -28,6 +47,9 @@ export const connectDatastore = (options: RedisOptions, retrySeconds: number, lo
     autoResendUnfulfilledCommands: false,
     maxRetriesPerRequest: 0,
     connectionName: `rest-connectors:${role}`,
+    // a node demoted by a failover answers writes with READONLY: the write is refused (503, never
+    // a 200) and the connection is made again, to whatever the sentinels now name the master
+    reconnectOnError: (err: Error) => (/^READONLY/.test(err.message) ? 1 : false),
   });
   let lastError = '';
   let closing = false;
@@ -37,9 +59,12 @@ export const connectDatastore = (options: RedisOptions, retrySeconds: number, lo
     state.next(true);
   });
   client.on('error', (err: Error) => {
-    // ioredis reports each failed attempt; one warning per failure, as the contract asks.
-    lastError = err.message;
-    log.warn({ role, err: err.message, retryInSeconds: retrySeconds }, 'data store connection failed');
+    // ioredis reports each failed attempt; one line per failure, as the contract asks. A refused
+    // password or certificate will not heal by itself: an error, naming the cause, every time.
+    lastError = describeConnectionError(err);
+    const fields = { role, err: lastError, retryInSeconds: retrySeconds };
+    if (needsOperator(err)) log.error(fields, 'data store refused the connection: check the password, user or TLS settings');
+    else log.warn(fields, 'data store connection failed');
   });
   client.on('close', () => {
     if (state.value && !closing) log.warn({ role, err: lastError || undefined }, 'data store connection lost');

@@ -2,19 +2,61 @@ import { byTopic } from '../mapping/commands';
 import { makeBodyBudget } from '../http/body';
 import { inboundOpenApi, inboundRoutes } from '../http/inbound';
 import type { ConnectorContext, ConnectorParts } from './connector';
+import { connectDatastore, type Datastore } from './datastore';
 
-export const buildInbound = (ctx: ConnectorContext): ConnectorParts => ({
-  dataRoutes: inboundRoutes({
-    connectorId: ctx.startup.id,
-    topics: byTopic(ctx.settings.mappings),
-    maxBodyBytes: ctx.startup.http.maxBodyBytes,
-    bodyBudget: makeBodyBudget(ctx.startup.http.maxBodyBytesInFlight),
-    streamMaxLength: ctx.startup.datastore.streamMaxLength,
-    redis: ctx.datastore.client,
-    isConnected: ctx.datastore.isConnected,
-    now: () => new Date(),
-    log: ctx.log.child({ component: 'inbound' }),
-    metrics: ctx.metrics,
-  }),
-  openapi: inboundOpenApi,
-});
+/** Connections that carry the writes when `Datastore:WaitReplicas` > 0 (each `WAIT` blocks its own). */
+export const WRITERS = 4;
+
+export const buildInbound = (ctx: ConnectorContext): ConnectorParts => {
+  const d = ctx.startup.datastore;
+  const writers: Datastore[] =
+    d.waitReplicas > 0
+      ? Array.from({ length: WRITERS }, (_, i) =>
+          connectDatastore(
+            // a WAIT may take its whole timeout: the command deadline leaves room for it
+            { ...ctx.redisOptions, commandTimeout: Math.max(d.commandTimeoutMilliseconds, d.waitTimeoutMilliseconds + 1000) },
+            d.connectionRetrySeconds,
+            ctx.log,
+            `writer-${i + 1}`,
+          ),
+        )
+      : [];
+  let next = 0;
+  /**
+   * The next connected writer, round robin; when none is (just started, or reconnecting), the
+   * first to connect within the command timeout; else undefined (503).
+   */
+  const writer = async () => {
+    for (let tried = 0; tried < writers.length; tried++) {
+      const w = writers[next++ % writers.length]!;
+      if (w.isConnected()) return w.client;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const first = await Promise.race([
+      ...writers.map((w) => w.ready().then(() => w)),
+      new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), d.commandTimeoutMilliseconds))),
+    ]).finally(() => clearTimeout(timer));
+    return first?.isConnected() === true ? first.client : undefined;
+  };
+  return {
+    dataRoutes: inboundRoutes({
+      connectorId: ctx.startup.id,
+      topics: byTopic(ctx.settings.mappings),
+      maxBodyBytes: ctx.startup.http.maxBodyBytes,
+      bodyBudget: makeBodyBudget(ctx.startup.http.maxBodyBytesInFlight),
+      streamMaxLength: d.streamMaxLength,
+      redis: ctx.datastore.client,
+      isConnected: ctx.datastore.isConnected,
+      now: () => new Date(),
+      log: ctx.log.child({ component: 'inbound' }),
+      metrics: ctx.metrics,
+      waitReplicas: d.waitReplicas,
+      waitTimeoutMs: d.waitTimeoutMilliseconds,
+      writer,
+      idempotencyTtlSeconds: ctx.startup.http.idempotencyTtlSeconds,
+      idempotencyLockMs: 2 * d.commandTimeoutMilliseconds,
+    }),
+    openapi: inboundOpenApi,
+    ...(writers.length > 0 ? { start: () => ({ stop: async () => void (await Promise.all(writers.map((w) => w.close()))) }) } : {}),
+  };
+};

@@ -59,7 +59,12 @@ export const readGroupHealth = async (redis: Redis, group: string): Promise<Grou
   // Redis may not know entries-read (null); a group still at 0-0 has read none of them.
   const read = entriesRead ?? (lastDelivered === '0-0' ? 0 : null);
   const trimmedUnread = behindFirstEntry ? (entriesAdded !== null && read !== null ? Math.max(0, entriesAdded - length - read) : null) : 0;
-  return { length, lag: num(g.lag), pending: num(g.pending) ?? 0, trimmedUnread, behindFirstEntry };
+  // Redis's own lag comes from entries-read bookkeeping, which a replica promoted by a failover
+  // does not carry over (it kept reporting 505 for a group that had read everything): a group whose
+  // position is the stream's last ID has read everything, whatever that bookkeeping says
+  const lastGenerated = typeof s['last-generated-id'] === 'string' ? s['last-generated-id'] : null;
+  const caughtUp = lastGenerated !== null && compareIds(lastDelivered, lastGenerated) >= 0;
+  return { length, lag: caughtUp ? 0 : num(g.lag), pending: num(g.pending) ?? 0, trimmedUnread, behindFirstEntry };
 };
 
 export interface LossReport {

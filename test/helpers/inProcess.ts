@@ -49,7 +49,7 @@ export const startInProcess = async (
   const log = makeLogger({ connector: kind }, sink);
   log.level = decoded.right.logLevel;
   const redisOptions = toRedisOptions(target.right);
-  const datastore = connectDatastore(redisOptions, startup.right.datastore.connectionRetrySeconds, log);
+  const datastore = connectDatastore({ ...redisOptions, commandTimeout: startup.right.datastore.commandTimeoutMilliseconds }, startup.right.datastore.connectionRetrySeconds, log);
   await datastore.ready();
   const ctx: ConnectorContext = { startup: startup.right, settings: decoded.right, datastore, redisOptions, log, metrics: makeMetrics({ kind, id: startup.right.id, version: VERSION }) };
   const parts = build(ctx);
