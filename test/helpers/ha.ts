@@ -117,7 +117,7 @@ export const startSentinelSet = async (): Promise<SentinelSet> => {
     writeFileSync(conf, [
       `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'sentinel announce-ip 127.0.0.1',
       `sentinel monitor mymaster 127.0.0.1 ${master.port} 2`,
-      'sentinel down-after-milliseconds mymaster 1000', 'sentinel failover-timeout mymaster 10000', 'sentinel parallel-syncs mymaster 1', '',
+      'sentinel down-after-milliseconds mymaster 1000', 'sentinel failover-timeout mymaster 3000', 'sentinel parallel-syncs mymaster 1', '',
     ].join('\n'));
     const proc = await startRedisServer(port, dir, 400, { program, replaceArgs: true, args: program === 'redis-sentinel' ? [conf] : [conf, '--sentinel'] });
     sentinels.push({ port, proc, dir, stop: stopper(proc, dir) });
