@@ -1,0 +1,96 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort } from '../src/runtime/freePort';
+import { Connector, eventually, runCli } from './helpers/cli';
+import { postJson, request } from './helpers/http';
+import { Receiver } from './helpers/receiver';
+import { privateRedis } from './helpers/redis';
+
+/**
+ * Issue 11: the README's `ACL SETUSER` line, run as written, gives both connectors and the
+ * operator commands everything they use — pull, push with a backlog and its redrive, a claim,
+ * idempotency keys, 422s — and nothing more: Redis's ACL log records no refusal, and other keys
+ * and commands are refused.
+ */
+const r = privateRedis();
+const running: Connector[] = [];
+afterAll(async () => {
+  await Promise.all(running.map((c) => c.stop('SIGKILL')));
+});
+
+const README = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
+const aclLine = (): string => {
+  const line = README.split('\n').find((l) => l.startsWith('ACL SETUSER rest-connectors '));
+  if (line === undefined) throw new Error('README has no ACL SETUSER line');
+  return line;
+};
+
+it('the README\'s ACL user runs both connectors and the operator commands, and is refused everything else', async () => {
+  const args = aclLine().replace('>change-me', '>acl-pw').split(' ').slice(1);
+  await r.client.call('ACL', ...args);
+  await r.client.call('ACL', 'LOG', 'RESET');
+  const conn = `${r.redis.url},user=rest-connectors,password=acl-pw`;
+  const env = { ConnectionStrings__Datastore: conn, Datastore__ConnectionRetrySeconds: '0.2' };
+  let down = true;
+  const hook = await Receiver.start(() => (down ? { status: 503 } : { status: 200 }));
+  try {
+    const inPort = await freePort();
+    const outPort = await freePort();
+    const mappings = [{ name: 'm', topic: 't', casdu: 3, ioa: 1, type: 36, valuePath: 'v' }];
+    const set = async (id: string, settings: object) => {
+      const file = join(r.redis.dir, `${id}.json`);
+      require('node:fs').writeFileSync(file, JSON.stringify(settings));
+      const done = await runCli(['config', 'set', '--id', id, file], env);
+      expect([done.code, done.stderr]).toEqual([0, '']);
+    };
+    await set('acl-in', { hostUrls: [`http://127.0.0.1:${inPort}`], mappings });
+    await set('acl-out', { hostUrls: [`http://127.0.0.1:${outPort}`], webhooks: [{ url: hook.url }] });
+    expect((await runCli(['config', 'get', '--id', 'acl-in'], env)).code).toBe(0);
+    // a dead replica's pending entry, for a claim
+    await r.client.xgroup('CREATE', 'process:updates', 'rest-outbound:acl-out', '$', 'MKSTREAM');
+    await r.client.xadd('process:updates', '*', 'casdu', '3', 'ioa', '9', 'source', 's', 'data', '{"casdu":3,"ioa":9,"type":36,"value":9}');
+    await r.client.call('XREADGROUP', 'GROUP', 'rest-outbound:acl-out', 'dead', 'STREAMS', 'process:updates', '>');
+
+    const inbound = new Connector('inbound', { Id: 'acl-in', ...env, Datastore__WaitReplicas: '0' });
+    const outbound = new Connector('outbound', {
+      Id: 'acl-out', ...env, Datastore__ConsumerName: 'alive', Datastore__ClaimIdleMilliseconds: '500', Datastore__ClaimIntervalMilliseconds: '300',
+      Webhooks__MaxAttempts: '1', Webhooks__CircuitFailureThreshold: '1', Webhooks__ProbeIntervalSeconds: '0.3', Webhooks__BatchWindowMilliseconds: '50',
+    });
+    running.push(inbound, outbound);
+    await inbound.waitForLog((l) => l.msg === 'inbound connector listening');
+    await outbound.waitForLog((l) => l.msg === 'push pipeline started');
+    const base = `http://127.0.0.1:${inPort}`;
+    for (let v = 0; v < 5; v++) expect((await postJson(`${base}/api/datapoints?topic=t`, { v })).status).toBe(200);
+    expect((await postJson(`${base}/api/datapoints?topic=t`, { v: 'x' })).status).toBe(422);
+    expect((await postJson(`${base}/api/datapoints?topic=t`, { v: 7 }, { 'Idempotency-Key': 'k1' })).status).toBe(200);
+    expect((await postJson(`${base}/api/datapoints?topic=t`, { v: 7 }, { 'Idempotency-Key': 'k1' })).headers['idempotent-replayed']).toBe('true');
+    const out = `http://127.0.0.1:${outPort}`;
+    expect((await request(`${out}/api/datapoints?casdu=3&ioa=1`)).json().datapoints).toHaveLength(1);
+    expect((await request(`${out}/api/datapoints`)).json().datapoints).toHaveLength(1);
+    // the webhook is down: batches go to its backlog; the claim of dead's entry happens meanwhile
+    await outbound.waitForLog((l) => l.msg === 'claimed the pending entries of a consumer that stopped reading');
+    await eventually(async () => ((await r.client.xlen('connectors:acl-out:deadletter')) >= 2 ? true : undefined), 10000, 'backlog entries');
+    const listed = await runCli(['deadletter', 'list', '--id', 'acl-out'], env);
+    expect(listed.code).toBe(0);
+    down = false;
+    await eventually(() => (hook.points().length >= 7 ? true : undefined), 20000, 'redriven: every point delivered');
+    expect((await runCli(['deadletter', 'purge', '--id', 'acl-out'], env)).code).toBe(0);
+    expect((await request(`${out}/metrics`)).status).toBe(200);
+
+    // nothing the connectors did was refused
+    expect(await r.client.call('ACL', 'LOG')).toEqual([]);
+    expect([inbound.stderr, outbound.stderr]).toEqual(['', '']);
+    // and nothing else is allowed
+    const user = new Redis({ port: r.redis.port, host: '127.0.0.1', protocol: 2, username: 'rest-connectors', password: 'acl-pw' });
+    try {
+      for (const attempt of [() => user.get('other:key'), () => user.flushall(), () => user.call('KEYS', '*'), () => user.call('CONFIG', 'GET', 'dir'), () => user.call('XGROUP', 'DESTROY', 'process:updates', 'rest-outbound:acl-out'), () => user.call('SUBSCRIBE', 'x')]) {
+        await expect(attempt()).rejects.toThrow(/NOPERM/);
+      }
+    } finally {
+      user.disconnect();
+    }
+  } finally {
+    await hook.close();
+  }
+});
