@@ -1,11 +1,15 @@
 /**
  * `npm run bench [-- scenario …]`: every figure of ours next to a baseline measured in the same
- * run, as a ratio. Scenarios: inbound-10-mappings, get-all-100k, get-one, push-5-webhooks,
+ * run, as a ratio. Scenarios: inbound-10-mappings, inbound-wait-replicas, get-all-100k, get-one, push-5-webhooks,
  * push-one-dead-webhook, push-outage-recovery. BENCH_SECONDS shortens the load phases (default 10).
  */
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startRedisServer } from '../src/runtime/redisServer';
 import { benchMappingsConfig, benchPayload } from './fixtures';
 import {
   cpuMs, freePort, httpGet, memory, nextMessage, printTable, resetPeak, saveResult, SECONDS, sleep,
@@ -95,6 +99,44 @@ const inbound = async (r: Redises) => {
   printTable(`inbound-10-mappings (${Buffer.byteLength(body)}-byte payload; 50 connections, ${SECONDS} s a run)`, result.runs);
   printTable('inbound-10-mappings ratio, best run of each (targets: req/s >= 0.9, p99 <= 1.2)', [ratioRow(result.ours, result.baseline)]);
   return { ...result, payloadBytes: Buffer.byteLength(body) };
+};
+
+/**
+ * Issue 11: the inbound connector with `Datastore:WaitReplicas=1` against a real replica, next to
+ * the same connector with `WaitReplicas=0` in the same run: what the replica acknowledgement costs.
+ */
+const inboundWaitReplicas = async (r: Redises) => {
+  const body = benchPayload();
+  const opts = { method: 'POST' as const, headers: { 'content-type': 'application/json' }, body };
+  await r.client.flushall();
+  const replicaPort = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'rc-bench-replica-'));
+  const replica = await startRedisServer(replicaPort, dir, 400, { args: ['--replicaof', '127.0.0.1', String(r.port)] });
+  try {
+    const probe = new Redis({ port: replicaPort, host: '127.0.0.1', protocol: 2 });
+    while (!/master_link_status:up/.test(await probe.info('replication'))) await sleep(50);
+    probe.disconnect();
+    const config = { mappings: benchMappingsConfig() };
+    const result = await withConnector(r, 'inbound', 'bench-wait1', config, { Datastore__WaitReplicas: '1' }, (waitBase, waitProcess) =>
+      withConnector(r, 'inbound', 'bench-wait0', config, {}, async (plainBase, plainProcess) => {
+        for (const b of [waitBase, plainBase]) {
+          const check = await load({ ...opts, url: `${b}/api/datapoints?topic=bench`, duration: 1 });
+          if (check.non2xx > 0) throw new Error(`${b} did not answer 200 to the bench payload`);
+        }
+        return compareLoads(
+          { url: `${waitBase}/api/datapoints?topic=bench`, pid: waitProcess.pid! },
+          { url: `${plainBase}/api/datapoints?topic=bench`, pid: plainProcess.pid! },
+          opts,
+        );
+      }),
+    );
+    printTable(`inbound-wait-replicas (WaitReplicas=1 with one real replica as "ours", WaitReplicas=0 as "baseline"; 50 connections, ${SECONDS} s a run)`, result.runs);
+    printTable('inbound-wait-replicas ratio, best run of each (what WAIT costs; no target)', [ratioRow(result.ours, result.baseline)]);
+    return result;
+  } finally {
+    replica.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
 };
 
 const getOne = async (r: Redises) => {
@@ -338,6 +380,7 @@ const pushOutage = async (r: Redises) => {
 
 const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'inbound-10-mappings': inbound,
+  'inbound-wait-replicas': inboundWaitReplicas,
   'get-all-100k': getAll,
   'get-one': getOne,
   'push-5-webhooks': push,
