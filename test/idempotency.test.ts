@@ -133,7 +133,7 @@ describe('Datastore:WaitReplicas', () => {
     const c = new Redis({ port: replicaPort, host: '127.0.0.1', protocol: 2 });
     await eventually(async () => (/master_link_status:up/.test(await c.info('replication')) ? true : undefined), 10000, 'replica in sync');
     c.disconnect();
-    app = await startInProcess('inbound', buildInbound, r.redis, SETTINGS, { Datastore__WaitReplicas: '1', Datastore__WaitTimeoutMilliseconds: '500' });
+    app = await startInProcess('inbound', buildInbound, r.redis, SETTINGS, { Datastore__WaitReplicas: '1', Datastore__WaitTimeoutMilliseconds: '1500' });
   });
   afterAll(async () => {
     await app.close();
@@ -141,9 +141,22 @@ describe('Datastore:WaitReplicas', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('a write that reaches a replica (a demoted master) is refused: 503 saying so, never a 200, nothing written', async () => {
+    const onReplica = await startInProcess('inbound', buildInbound, r.redis, SETTINGS, { ConnectionStrings__Datastore: `127.0.0.1:${replicaPort}` });
+    try {
+      const before = await r.client.xlen('process:updates');
+      const refused = await postJson(`${onReplica.url}/api/datapoints?topic=plant`, { t: 3, p: 3 });
+      expect([refused.status, refused.json().detail]).toEqual([503, 'the data store node is a replica (a failover is under way); nothing was written']);
+      expect(onReplica.logs().some((l) => /READONLY/.test(String(l.err)))).toBe(true);
+      expect(await r.client.xlen('process:updates')).toBe(before);
+    } finally {
+      await onReplica.close();
+    }
+  });
+
   it('answers 200 once a replica has the write; 503 saying so when none confirms in time; the retry with the key answers 200 once it does', async () => {
     const ok = await post({ t: 1, p: 1 }, 'w-1');
-    expect(ok.status).toBe(200);
+    expect([ok.status, ok.text]).toEqual([200, expect.any(String)]);
     replica.kill('SIGSTOP'); // the replica stops acknowledging
     try {
       const unconfirmed = await post({ t: 2, p: 2 }, 'w-2');
