@@ -272,7 +272,8 @@ const takeKey = async (redis: Redis, key: string, hash: string, lockMs: number):
     }
     return E.right({ kind: 'in_progress' });
   } catch (err) {
-    return E.left({ error: (err as Error).message, unknown: false });
+    // nothing was written that matters: at worst a marker that expires by itself
+    return E.left(failure((err as Error).message, false));
   }
 };
 
