@@ -169,3 +169,26 @@ it('failover under load: no write answered 200 is lost with WaitReplicas=1 (grac
   expect([safe.c.stderr, fast.c.stderr, out.c.stderr]).toEqual(['', '', '']);
   expect(logs.length).toBeGreaterThan(0);
 }, 180000);
+
+it('sentinels with a password of their own: sentinelPassword= reaches them; without it the refusal is logged as an error naming the cause', async () => {
+  const guarded = await startSentinelSet({ sentinelPassword: 'sentinel-secret' });
+  try {
+    const port = await freePort();
+    const m = new Redis({ port: await guarded.masterPort(), host: '127.0.0.1', protocol: 2 });
+    await m.set('connectors:ha-sp:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], mappings: [{ name: 'm', topic: 't', casdu: 1, ioa: 1, type: 36, valuePath: 'v' }] }));
+    const without = new Connector('inbound', { Id: 'ha-sp', ConnectionStrings__Datastore: guarded.connectionString, Datastore__ConnectionRetrySeconds: '0.2' });
+    running.push(without);
+    await eventually(() => (without.logs().some((l) => l.level === 'error' && /NOAUTH|WRONGPASS|Authentication/i.test(String(l.err))) ? true : undefined), 15000, 'the refusal logged');
+    expect(without.stderr).toBe('');
+    await without.stop('SIGKILL');
+    const withPassword = new Connector('inbound', { Id: 'ha-sp', ConnectionStrings__Datastore: `${guarded.connectionString},sentinelPassword=sentinel-secret`, Datastore__ConnectionRetrySeconds: '0.2' });
+    running.push(withPassword);
+    await withPassword.waitForLog((l) => l.msg === 'inbound connector listening', 30000);
+    expect((await postJson(`http://127.0.0.1:${port}/api/datapoints?topic=t`, { v: 4 })).status).toBe(200);
+    expect(JSON.parse((await m.get('process:image:casdu:1:ioa:1'))!)).toMatchObject({ value: 4 });
+    expect(withPassword.stdout).not.toContain('sentinel-secret');
+    m.disconnect();
+  } finally {
+    await guarded.close();
+  }
+}, 60000);

@@ -25,6 +25,9 @@ export interface OutboundDeps {
 const SCAN_COUNT = 10000;
 /** Bytes (UTF-16 code units) gathered before a write of a streamed response. */
 const WRITE_BYTES = 1 << 20;
+/** Keys of the first MGET of a streamed GET, and the value bytes each later one aims at. */
+const FIRST_CHUNK = 100;
+const CHUNK_BYTES = 4 << 20;
 
 /**
  * Addresses of the keys matching the filter, as one number each (casdu × 2^24 + ioa: exact, and
@@ -88,19 +91,23 @@ const write = (res: Response, chunk: string, timeoutMs: number): Promise<void> =
  * client never takes a truncated list for a complete one.
  */
 const streamPoints = async (d: OutboundDeps, res: Response, addresses: Float64Array): Promise<void> => {
-  const size = d.chunkSize ?? 1000;
+  const maxSize = d.chunkSize ?? 1000;
   const ahead = d.chunksAhead ?? 4;
-  const chunkCount = Math.ceil(addresses.length / size);
-  const chunkKeys = (i: number): string[] => Array.from(addresses.subarray(i * size, (i + 1) * size), keyOf);
-  const fetches: Array<Promise<Array<string | null>>> = [];
-  const fetch = (i: number) => {
-    if (i < chunkCount && fetches[i] === undefined) {
-      const p = d.redis.mget(...chunkKeys(i));
-      p.catch(() => undefined); // observed when awaited below; this only prevents an unhandled rejection
-      fetches[i] = p;
+  // Chunks follow the values' size: the first is small, the next hold about CHUNK_BYTES, so that
+  // one MGET of very large values neither takes longer than the command deadline nor fills memory
+  let size = Math.min(FIRST_CHUNK, maxSize);
+  let next = 0;
+  const fetches: Array<{ from: number; values: Promise<Array<string | null>> }> = [];
+  const fetchMore = () => {
+    while (fetches.length < ahead && next < addresses.length) {
+      const from = next;
+      next = Math.min(addresses.length, next + size);
+      const values = d.redis.mget(...Array.from(addresses.subarray(from, next), keyOf));
+      values.catch(() => undefined); // observed when awaited below; this only prevents an unhandled rejection
+      fetches.push({ from, values });
     }
   };
-  for (let i = 0; i < ahead; i++) fetch(i);
+  fetchMore();
   res.statusCode = 200;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   let first = true;
@@ -108,15 +115,18 @@ const streamPoints = async (d: OutboundDeps, res: Response, addresses: Float64Ar
   let skipped = 0;
   const skippedKeys: string[] = [];
   let out = '{"datapoints":[';
-  for (let i = 0; i < chunkCount; i++) {
-    const values = await fetches[i]!;
-    fetches[i] = Promise.resolve([]); // release the chunk
-    fetch(i + ahead);
+  while (fetches.length > 0) {
+    const chunk = fetches.shift()!;
+    const values = await chunk.values;
+    let bytes = 0;
+    for (const v of values) bytes += v?.length ?? 0;
+    size = Math.max(1, Math.min(maxSize, Math.floor(CHUNK_BYTES / Math.max(1, bytes / Math.max(1, values.length)))));
+    fetchMore();
     for (let j = 0; j < values.length; j++) {
       const v = values[j];
       if (v === null || v === undefined) continue; // deleted since SCAN
       if (!isJsonObjectText(v)) {
-        if (skipped < 5) skippedKeys.push(keyOf(addresses[i * size + j]!));
+        if (skipped < 5) skippedKeys.push(keyOf(addresses[chunk.from + j]!));
         skipped++;
         continue;
       }

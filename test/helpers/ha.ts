@@ -95,8 +95,8 @@ const sentinelProgram = (): string => {
   }
 };
 
-/** One master, one replica and three sentinels (quorum 2, down after 1 s). */
-export const startSentinelSet = async (): Promise<SentinelSet> => {
+/** One master, one replica and three sentinels (quorum 2, down after 1 s); `sentinelPassword` protects the sentinels. */
+export const startSentinelSet = async (o: { sentinelPassword?: string } = {}): Promise<SentinelSet> => {
   const start = async (args: string[]): Promise<Server> => {
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'rc-ha-'));
@@ -117,13 +117,18 @@ export const startSentinelSet = async (): Promise<SentinelSet> => {
     writeFileSync(conf, [
       `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'sentinel announce-ip 127.0.0.1',
       `sentinel monitor mymaster 127.0.0.1 ${master.port} 2`,
-      'sentinel down-after-milliseconds mymaster 1000', 'sentinel failover-timeout mymaster 3000', 'sentinel parallel-syncs mymaster 1', '',
+      'sentinel down-after-milliseconds mymaster 1000', 'sentinel failover-timeout mymaster 3000', 'sentinel parallel-syncs mymaster 1',
+      ...(o.sentinelPassword !== undefined ? [`requirepass ${o.sentinelPassword}`, `sentinel sentinel-pass ${o.sentinelPassword}`] : []), '',
     ].join('\n'));
-    const proc = await startRedisServer(port, dir, 400, { program, replaceArgs: true, args: program === 'redis-sentinel' ? [conf] : [conf, '--sentinel'] });
+    const proc = await startRedisServer(port, dir, 400, {
+      program, replaceArgs: true, args: program === 'redis-sentinel' ? [conf] : [conf, '--sentinel'],
+      ...(o.sentinelPassword !== undefined ? { probe: { password: o.sentinelPassword } } : {}),
+    });
     sentinels.push({ port, proc, dir, stop: stopper(proc, dir) });
   }
+  const sentinelClient = () => new Redis({ port: sentinels[0]!.port, host: '127.0.0.1', protocol: 2, ...(o.sentinelPassword !== undefined ? { password: o.sentinelPassword } : {}) });
   const ask = async (): Promise<number> => {
-    const s = new Redis({ port: sentinels[0]!.port, host: '127.0.0.1', protocol: 2 });
+    const s = sentinelClient();
     try {
       const [, port] = (await s.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'mymaster')) as [string, string];
       return Number(port);
@@ -133,7 +138,7 @@ export const startSentinelSet = async (): Promise<SentinelSet> => {
   };
   // every sentinel knows the replica and the other sentinels before a failover can be asked for
   for (let i = 0; i < 400; i++) {
-    const s = new Redis({ port: sentinels[0]!.port, host: '127.0.0.1', protocol: 2 });
+    const s = sentinelClient();
     const info = (await s.call('SENTINEL', 'MASTER', 'mymaster')) as string[];
     s.disconnect();
     const f = new Map<string, string>();
