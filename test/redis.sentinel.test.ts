@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
 import { freePort } from '../src/runtime/freePort';
 import { Connector, eventually } from './helpers/cli';
-import { startSentinelSet, type SentinelSet } from './helpers/ha';
+import { rmSync } from 'node:fs';
+import { makeCerts, startSentinelSet, type SentinelSet } from './helpers/ha';
 import { postJson, request } from './helpers/http';
 import { Receiver } from './helpers/receiver';
 
@@ -192,3 +193,44 @@ it('sentinels with a password of their own: sentinelPassword= reaches them; with
     await guarded.close();
   }
 }, 60000);
+
+it('Sentinel over TLS (ssl=true, sslHost, TlsCaFile): the connector reaches the sentinels and the master over TLS and follows a failover', async () => {
+  const certs = makeCerts();
+  const tls = await startSentinelSet({ tls: certs });
+  try {
+    const port = await freePort();
+    const m = await tls.masterClient();
+    await m.set('connectors:ha-tls:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], mappings: [{ name: 'm', topic: 't', casdu: 1, ioa: 1, type: 36, valuePath: 'v' }] }));
+    m.disconnect();
+    const c = new Connector('inbound', {
+      Id: 'ha-tls', ConnectionStrings__Datastore: `${tls.connectionString},ssl=true,sslHost=redis.test`, Datastore__TlsCaFile: certs.ca, Datastore__ConnectionRetrySeconds: '0.2',
+    });
+    running.push(c);
+    await c.waitForLog((l) => l.msg === 'inbound connector listening', 30000);
+    const url = `http://127.0.0.1:${port}/api/datapoints?topic=t`;
+    expect((await postJson(url, { v: 1 })).status).toBe(200);
+    const before = await tls.masterPort();
+    const s = tls.sentinelClient();
+    const after = await eventually(async () => {
+      await s.call('SENTINEL', 'FAILOVER', 'mymaster').catch(() => undefined);
+      for (let i = 0; i < 20; i++) {
+        const now = await tls.masterPort();
+        if (now !== before) return now;
+        await sleep(250);
+      }
+      return undefined;
+    }, 60000, 'the failover');
+    s.disconnect();
+    // the connector follows the switch: a write is answered 200 again and lands on the new master
+    await eventually(async () => ((await postJson(url, { v: 2 })).status === 200 ? true : undefined), 20000, 'writes accepted after the switch');
+    const n = await tls.masterClient();
+    expect(await tls.masterPort()).toBe(after);
+    expect(JSON.parse((await n.get('process:image:casdu:1:ioa:1'))!)).toMatchObject({ value: 2 });
+    n.disconnect();
+    expect(c.proc.exitCode).toBeNull();
+    expect(c.stderr).toBe('');
+  } finally {
+    await tls.close();
+    rmSync(certs.dir, { recursive: true, force: true });
+  }
+}, 90000);

@@ -83,6 +83,10 @@ export interface SentinelSet {
   readonly connectionString: string;
   /** The port of the node the sentinels name master now. */
   masterPort(): Promise<number>;
+  /** A client of the node the sentinels name master now (over TLS when the set speaks it). */
+  masterClient(): Promise<Redis>;
+  /** A client of the first sentinel. */
+  sentinelClient(): Redis;
   close(): Promise<void>;
 }
 
@@ -96,16 +100,22 @@ const sentinelProgram = (): string => {
 };
 
 /** One master, one replica and three sentinels (quorum 2, down after 1 s); `sentinelPassword` protects the sentinels. */
-export const startSentinelSet = async (o: { sentinelPassword?: string } = {}): Promise<SentinelSet> => {
+export const startSentinelSet = async (o: { sentinelPassword?: string; tls?: Certs } = {}): Promise<SentinelSet> => {
+  // with `tls`: every node and sentinel speaks only TLS (replication too), with the server certificate for `redis.test`
+  const tlsArgs = (port: number) =>
+    o.tls === undefined
+      ? ['--port', String(port)]
+      : ['--port', '0', '--tls-port', String(port), '--tls-cert-file', o.tls.serverCert, '--tls-key-file', o.tls.serverKey, '--tls-ca-cert-file', o.tls.ca, '--tls-auth-clients', 'no', '--tls-replication', 'yes'];
+  const clientTls = o.tls === undefined ? {} : { tls: { ca: readFileSync(o.tls.ca), servername: 'redis.test' } };
   const start = async (args: string[]): Promise<Server> => {
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'rc-ha-'));
-    const proc = await startRedisServer(port, dir, 400, { args: [...args, '--replica-announce-ip', '127.0.0.1'] });
+    const proc = await startRedisServer(port, dir, 400, { args: [...tlsArgs(port), ...args, '--replica-announce-ip', '127.0.0.1'], probe: clientTls });
     return { port, proc, dir, stop: stopper(proc, dir) };
   };
   const master = await start([]);
   const replica = await start(['--replicaof', '127.0.0.1', String(master.port)]);
-  const probe = new Redis({ port: replica.port, host: '127.0.0.1', protocol: 2 });
+  const probe = new Redis({ port: replica.port, host: '127.0.0.1', protocol: 2, ...clientTls });
   for (let i = 0; i < 400 && !/master_link_status:up/.test(await probe.info('replication')); i++) await new Promise((r) => setTimeout(r, 25));
   probe.disconnect();
   const program = sentinelProgram();
@@ -114,19 +124,23 @@ export const startSentinelSet = async (o: { sentinelPassword?: string } = {}): P
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'rc-sentinel-'));
     const conf = join(dir, 'sentinel.conf');
+    const listen = o.tls === undefined
+      ? [`port ${port}`]
+      : ['port 0', `tls-port ${port}`, `tls-cert-file ${o.tls.serverCert}`, `tls-key-file ${o.tls.serverKey}`, `tls-ca-cert-file ${o.tls.ca}`, 'tls-auth-clients no', 'tls-replication yes'];
     writeFileSync(conf, [
-      `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'sentinel announce-ip 127.0.0.1',
+      ...listen, 'bind 127.0.0.1', `dir ${dir}`, 'sentinel announce-ip 127.0.0.1',
       `sentinel monitor mymaster 127.0.0.1 ${master.port} 2`,
       'sentinel down-after-milliseconds mymaster 1000', 'sentinel failover-timeout mymaster 3000', 'sentinel parallel-syncs mymaster 1',
       ...(o.sentinelPassword !== undefined ? [`requirepass ${o.sentinelPassword}`, `sentinel sentinel-pass ${o.sentinelPassword}`] : []), '',
     ].join('\n'));
     const proc = await startRedisServer(port, dir, 400, {
       program, replaceArgs: true, args: program === 'redis-sentinel' ? [conf] : [conf, '--sentinel'],
-      ...(o.sentinelPassword !== undefined ? { probe: { password: o.sentinelPassword } } : {}),
+      probe: { ...clientTls, ...(o.sentinelPassword !== undefined ? { password: o.sentinelPassword } : {}) },
     });
     sentinels.push({ port, proc, dir, stop: stopper(proc, dir) });
   }
-  const sentinelClient = () => new Redis({ port: sentinels[0]!.port, host: '127.0.0.1', protocol: 2, ...(o.sentinelPassword !== undefined ? { password: o.sentinelPassword } : {}) });
+  const sentinelClient = () =>
+    new Redis({ port: sentinels[0]!.port, host: '127.0.0.1', protocol: 2, ...clientTls, ...(o.sentinelPassword !== undefined ? { password: o.sentinelPassword } : {}) });
   const ask = async (): Promise<number> => {
     const s = sentinelClient();
     try {
@@ -150,6 +164,8 @@ export const startSentinelSet = async (o: { sentinelPassword?: string } = {}): P
     master, replica, sentinels,
     connectionString: `${sentinels.map((s) => `127.0.0.1:${s.port}`).join(',')},serviceName=mymaster`,
     masterPort: ask,
+    masterClient: async () => new Redis({ port: await ask(), host: '127.0.0.1', protocol: 2, ...clientTls }),
+    sentinelClient,
     close: async () => {
       await Promise.all([...sentinels, replica, master].map((s) => s.stop()));
     },
