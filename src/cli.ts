@@ -165,14 +165,17 @@ const runConnectorCommand = async (kind: ConnectorKind): Promise<Outcome> => {
 
 /**
  * A running connector writes nothing but pino JSON lines: what a library prints with `console`
- * (ioredis reports an error of a connection it made itself, e.g. to a sentinel, that way) becomes
- * a log line of its own.
+ * (ioredis reports an error of a connection it made itself, e.g. to a sentinel, that way) and
+ * Node's process warnings become log lines of their own.
  */
 const routeConsole = (log: ReturnType<typeof makeLogger>): void => {
   const levels = { log: 'info', info: 'info', debug: 'debug', warn: 'warn', error: 'error' } as const;
   for (const [method, level] of Object.entries(levels) as Array<[keyof typeof levels, (typeof levels)[keyof typeof levels]]>) {
     console[method] = (...args: unknown[]) => log[level]({ source: 'library' }, format(...args).slice(0, 4096));
   }
+  // Node's own warnings (e.g. NODE_TLS_REJECT_UNAUTHORIZED=0) go to stderr by a default listener
+  process.removeAllListeners('warning');
+  process.on('warning', (w: Error & { code?: string }) => log.warn({ source: 'node', name: w.name, code: w.code }, w.message));
 };
 
 /** A short-lived connection for the operator commands: one attempt, no retries. */

@@ -53,9 +53,18 @@ it('server-only TLS: the CA file and sslHost (the name the certificate carries) 
   });
   await c.waitForLog((l) => l.msg === 'inbound connector listening');
   expect((await postJson(`${base}/api/datapoints?topic=t`, { v: 1.5 })).status).toBe(200);
+  expect(c.stderr).toBe('');
   const a = admin(tlsOnly);
   expect(JSON.parse((await a.get('process:image:casdu:1:ioa:7'))!)).toMatchObject({ value: 1.5 });
   a.disconnect();
+});
+
+it('Node\'s own warnings (NODE_TLS_REJECT_UNAUTHORIZED=0) become JSON log lines, not stderr text', async () => {
+  const { c } = await inbound(tlsOnly, 'tls4', { ConnectionStrings__Datastore: `127.0.0.1:${tlsOnly.port},ssl=true`, NODE_TLS_REJECT_UNAUTHORIZED: '0' });
+  await c.waitForLog((l) => l.msg === 'inbound connector listening');
+  const warning = await c.waitForLog((l) => l.source === 'node');
+  expect([warning.level, warning.msg]).toEqual(['warn', expect.stringMatching(/NODE_TLS_REJECT_UNAUTHORIZED/)]);
+  expect(c.stderr).toBe('');
 });
 
 it('a certificate the connector cannot trust, or for another name: an error naming the cause on every retry, and nothing but JSON lines', async () => {
