@@ -161,10 +161,14 @@ it('failover under load: no write answered 200 is lost with WaitReplicas=1 (grac
   for (const { c } of [safe, fast, out]) expect(c.proc.exitCode).toBeNull();
   // push: every entry of the stream the master now holds reaches the webhook
   const entries = await onMaster((r) => r.xrange('process:updates', '-', '+'));
-  await eventually(() => {
+  const undelivered = () => {
     const got = new Set(receiver.points().map((p) => p.value as number));
-    return entries.every(([, f]) => got.has((JSON.parse(f[f.indexOf('data') + 1]!) as { value: number }).value)) ? true : undefined;
-  }, 30000, 'every entry delivered');
+    return entries.map(([, f]) => (JSON.parse(f[f.indexOf('data') + 1]!) as { value: number }).value).filter((v) => !got.has(v));
+  };
+  await eventually(() => (undelivered().length === 0 ? true : undefined), 60000, 'every entry delivered').catch((err: Error) => {
+    const tail = out.c.logs().slice(-15).map((l) => JSON.stringify(l)).join('\n');
+    throw new Error(`${err.message}: ${undelivered().length} of ${entries.length} not delivered (first: ${undelivered().slice(0, 5).join(', ')}); outbound log tail:\n${tail}`);
+  });
   await eventually(async () => (/^stream_group_lag(\{[^}]*\})? 0$/m.test((await request(`${out.base}/metrics`)).text) ? true : undefined), 20000, 'lag 0');
   const logs = [...safe.c.logs(), ...fast.c.logs(), ...out.c.logs()];
   expect([safe.c.stderr, fast.c.stderr, out.c.stderr]).toEqual(['', '', '']);
