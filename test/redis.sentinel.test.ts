@@ -102,34 +102,17 @@ it('failover under load: no write answered 200 is lost with WaitReplicas=1 (grac
   const out = await start('outbound', 'ha-out', { webhooks: [{ url: receiver.url }] }, { Webhooks__BatchWindowMilliseconds: '50', Webhooks__MaxAttempts: '20' });
 
   // 1. graceful failover, WaitReplicas=1
-  let master = await set.masterPort();
+  let master: number;
   let l = load(safe.base, 0);
   await sleep(2000);
-  await onMaster(async () => {
-    const s = new Redis({ port: set.sentinels[0]!.port, host: '127.0.0.1', protocol: 2 });
-    await s.call('SENTINEL', 'FAILOVER', 'mymaster');
-    s.disconnect();
-  });
-  master = await switched(master);
+  master = await set.failover();
   await sleep(3000);
   const graceful = await missingOnMaster(await l.stop());
 
   // 2. graceful failover back, WaitReplicas=0 (failover detection on): reported, not asserted
   l = load(fast.base, 100000);
   await sleep(2000);
-  // a failover right after another may be refused or aborted (the demoted master still syncing): asked again until it happens
-  const s = new Redis({ port: set.sentinels[1]!.port, host: '127.0.0.1', protocol: 2 });
-  const before = master;
-  master = await eventually(async () => {
-    await s.call('SENTINEL', 'FAILOVER', 'mymaster').catch(() => undefined);
-    for (let i = 0; i < 20; i++) {
-      const now = await set.masterPort();
-      if (now !== before) return now;
-      await sleep(250);
-    }
-    return undefined;
-  }, 60000, 'the failover back');
-  s.disconnect();
+  master = await set.failover(); // the failover back, right after the first
   await sleep(3000);
   const unsafe = await missingOnMaster(await l.stop());
 
@@ -213,18 +196,7 @@ it('Sentinel over TLS (ssl=true, sslHost, TlsCaFile): the connector reaches the 
     await c.waitForLog((l) => l.msg === 'inbound connector listening', 30000);
     const url = `http://127.0.0.1:${port}/api/datapoints?topic=t`;
     expect((await postJson(url, { v: 1 })).status).toBe(200);
-    const before = await tls.masterPort();
-    const s = tls.sentinelClient();
-    const after = await eventually(async () => {
-      await s.call('SENTINEL', 'FAILOVER', 'mymaster').catch(() => undefined);
-      for (let i = 0; i < 20; i++) {
-        const now = await tls.masterPort();
-        if (now !== before) return now;
-        await sleep(250);
-      }
-      return undefined;
-    }, 60000, 'the failover');
-    s.disconnect();
+    const after = await tls.failover();
     // the connector follows the switch: writes are answered 200 again and land on the new master.
     // (With WaitReplicas=0, a write in the moment between the promotion and the old master's
     // demotion can still be answered 200 by the old master and be lost: what WaitReplicas is for.)

@@ -87,6 +87,11 @@ export interface SentinelSet {
   masterClient(): Promise<Redis>;
   /** A client of the first sentinel. */
   sentinelClient(): Redis;
+  /**
+   * `SENTINEL FAILOVER`, asked again until the sentinels name another master (one right after
+   * another may be refused or aborted while the demoted master still syncs); resolves to its port.
+   */
+  failover(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -166,6 +171,23 @@ export const startSentinelSet = async (o: { sentinelPassword?: string; tls?: Cer
     masterPort: ask,
     masterClient: async () => new Redis({ port: await ask(), host: '127.0.0.1', protocol: 2, ...clientTls }),
     sentinelClient,
+    failover: async () => {
+      const before = await ask();
+      const s = sentinelClient();
+      try {
+        for (const end = Date.now() + 60000; Date.now() < end; ) {
+          await s.call('SENTINEL', 'FAILOVER', 'mymaster').catch(() => undefined);
+          for (let i = 0; i < 20; i++) {
+            const now = await ask();
+            if (now !== before) return now;
+            await new Promise((r) => setTimeout(r, 250));
+          }
+        }
+        throw new Error('the sentinels named no other master within 60 s');
+      } finally {
+        s.disconnect();
+      }
+    },
     close: async () => {
       await Promise.all([...sentinels, replica, master].map((s) => s.stop()));
     },
