@@ -196,13 +196,17 @@ describe('case 15: codes and texts', () => {
   const { readTimestamp } = require('../src/mapping/timestamp') as typeof import('../src/mapping/timestamp');
   const { startInProcess } = require('./helpers/inProcess') as typeof import('./helpers/inProcess');
   const { buildInbound } = require('../src/runtime/inbound') as typeof import('../src/runtime/inbound');
-
-  it('a process image key of another type is left out with a warning (200), not a 503 "not connected"', async () => {
+  /** The outbound connector's data routes in the test process, against the test's Redis. */
+  const startOutbound = () => {
     const { outboundRoutes, outboundOpenApi } = require('../src/http/outbound') as typeof import('../src/http/outbound');
-    const app = await startInProcess('outbound', (ctx) => ({
+    return startInProcess('outbound', (ctx) => ({
       dataRoutes: outboundRoutes({ redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, log: ctx.log, metrics: ctx.metrics }),
       openapi: outboundOpenApi,
     }), redis, {});
+  };
+
+  it('a process image key of another type is left out with a warning (200), not a 503 "not connected"', async () => {
+    const app = await startOutbound();
     try {
       await client.hset('process:image:casdu:5:ioa:5', 'a', '1');
       await client.set('process:image:casdu:5:ioa:6', '{"casdu":5,"ioa":6}');
@@ -217,11 +221,7 @@ describe('case 15: codes and texts', () => {
   });
 
   it('values that together exceed the longest string V8 can hold (556 MB, 1.05 MB each) are streamed whole (200), within the command deadline, not 503 "not connected"', async () => {
-    const { outboundRoutes, outboundOpenApi } = require('../src/http/outbound') as typeof import('../src/http/outbound');
-    const app = await startInProcess('outbound', (ctx) => ({
-      dataRoutes: outboundRoutes({ redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, log: ctx.log, metrics: ctx.metrics }),
-      openapi: outboundOpenApi,
-    }), redis, {});
+    const app = await startOutbound();
     try {
       // 530 values of 1.05 MB: 556 MB, past V8's ~536.9 M characters; one MGET of 1,000 keys would also outlast the 5 s command deadline
       const pad = 'x'.repeat(1_050_000);

@@ -17,6 +17,7 @@ const SETTINGS = {
   mappings: [
     { name: 'temp', topic: 'plant', casdu: 1, ioa: 1, type: 36, valuePath: 't' },
     { name: 'pos', topic: 'plant', casdu: 1, ioa: 2, type: 32, valuePath: 'p' },
+    { name: 'other', topic: 'other', casdu: 2, ioa: 1, type: 36, valuePath: 't' },
   ],
 };
 let app: InProcess;
@@ -47,6 +48,8 @@ describe('Idempotency-Key', () => {
     expect((await post({ t: 1, p: 1 }, 'k')).status).toBe(200);
     const other = await post({ t: 2, p: 1 }, 'k');
     expect([other.status, other.json().code]).toEqual([422, 'idempotency_key_reused']);
+    const otherTopic = await post({ t: 1, p: 1 }, 'k', 'other');
+    expect([otherTopic.status, otherTopic.json().code]).toEqual([422, 'idempotency_key_reused']);
     const spaced = await post({ t: 1, p: 1 }, 'k', 'plant&x=1'); // another raw query, the same topic: the same request
     expect(spaced.status).toBe(200);
     expect(await streamLength()).toBe(2);
