@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- scenario …]`: every figure of ours next to a baseline measured in the same
- * run, as a ratio. Scenarios: inbound-10-mappings, inbound-wait-replicas, get-all-100k, get-one, push-5-webhooks,
+ * run, as a ratio. Scenarios: inbound-10-mappings, inbound-wait-replicas, get-all-100k, get-one, get-all-1m, push-5-webhooks, push-cpu-per-point,
  * push-one-dead-webhook, push-outage-recovery. BENCH_SECONDS shortens the load phases (default 10).
  */
 import autocannon from 'autocannon';
@@ -202,7 +202,11 @@ const getAllOf = (n: number, name: string, targets: { time: number; growthMb: nu
   return { ours, baseline: base };
 };
 
-interface PushFigures { rate: number; produced: number; producedPerSecond: number; delivered: number[]; duplicates: number[]; p50: number; p99: number; throughput: number }
+interface PushFigures {
+  rate: number; produced: number; producedPerSecond: number; delivered: number[]; duplicates: number[]; p50: number; p99: number; throughput: number;
+  /** CPU time (user + system) of the pushing process from the producer's start to the last receipt, per point produced. */
+  cpuUsPerPoint: number;
+}
 
 /** One push run at a fixed rate: ours (the outbound connector) or the bare loop. */
 const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadFirst: boolean): Promise<PushFigures> => {
@@ -224,6 +228,7 @@ const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadF
     await nextMessage(server);
   }
   await sleep(300);
+  const cpuBefore = cpuMs(server.pid!);
   const producer = startScript('producer.js', [String(r.port), String(rate), String(SECONDS)]);
   const made = await nextMessage<{ produced: number; seconds: number }>(producer);
   // let deliveries finish: until every live receiver has everything, or 10 s more
@@ -234,6 +239,7 @@ const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadF
     if (report.every((x) => x.distinct >= made.produced)) break;
     await sleep(100);
   }
+  const cpuUsPerPoint = ((cpuMs(server.pid!) - cpuBefore) * 1000) / Math.max(1, made.produced);
   await stop(server);
   await stop(receivers);
   const delivered = ports.map((p) => (live.includes(p) ? report[live.indexOf(p)]!.distinct / made.produced : 0));
@@ -247,13 +253,14 @@ const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadF
     p50: Math.max(...liveReports.map((x) => x.p50)),
     p99: Math.max(...liveReports.map((x) => x.p99)),
     throughput: Math.min(...liveReports.map((x) => x.distinct / Math.max(0.001, (x.last - x.first) / 1000 + 0.001))),
+    cpuUsPerPoint,
   };
 };
 
 const pushRow = (who: string, f: PushFigures): Row => ({
   who, 'target/s': f.rate, 'produced/s': Math.round(f.producedPerSecond),
   'delivered %': f.delivered.map((d) => (d * 100).toFixed(1)).join(' / '),
-  'p50 ms': f.p50, 'p99 ms': f.p99, 'points/s per receiver': Math.round(f.throughput),
+  'p50 ms': f.p50, 'p99 ms': f.p99, 'points/s per receiver': Math.round(f.throughput), 'CPU µs/point': f.cpuUsPerPoint,
 });
 
 const complete = (f: PushFigures, deadFirst = false) => f.delivered.every((d, i) => (deadFirst && i === 0) || d >= 1);
@@ -293,6 +300,32 @@ const push = async (r: Redises) => {
     { 'ours 5k/s all delivered': String(complete(at5k)), 'ours p99 at 5k/s ms': at5k.p99, 'ours highest/s': highest.ours!, 'baseline highest/s': highest.baseline!, 'highest ratio': highest.ours! / Math.max(1, highest.baseline!) },
   ]);
   return { figures, search: searchRows, highest };
+};
+
+/**
+ * push-cpu-per-point (issue 13): the CPU time the pushing process spends per point it delivers to
+ * 5 webhooks, at fixed rates of 5,000 and 20,000 points/s, ours against the bare loop. Two runs of
+ * each, interleaved; the lower figure of each counts (noise only ever adds CPU time).
+ */
+const pushCpu = async (r: Redises) => {
+  const rows: Row[] = [];
+  const ratios: Row[] = [];
+  const best: Record<string, number> = {};
+  for (const rate of [5000, 20000]) {
+    for (let round = 0; round < 2; round++) {
+      for (const who of ['ours', 'baseline'] as const) {
+        const f = await pushRun(r, who, rate, false);
+        rows.push(pushRow(who, f));
+        if (!complete(f)) throw new Error(`${who} did not deliver every point at ${rate}/s`);
+        const key = `${who} ${rate}`;
+        best[key] = Math.min(best[key] ?? Infinity, f.cpuUsPerPoint);
+      }
+    }
+    ratios.push({ 'rate/s': rate, 'ours CPU µs/point': best[`ours ${rate}`]!, 'baseline CPU µs/point': best[`baseline ${rate}`]!, 'CPU per point ratio': best[`ours ${rate}`]! / best[`baseline ${rate}`]! });
+  }
+  printTable(`push-cpu-per-point (5 receivers, fixed rates, ${SECONDS} s a run, two runs each; CPU of the pushing process per point)`, rows);
+  printTable('push-cpu-per-point ratio, lower run of each (target: <= 0.7 at both rates)', ratios);
+  return { rows, ratios };
 };
 
 const pushDead = async (r: Redises) => {
@@ -391,6 +424,7 @@ const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'get-all-1m': getAllOf(1_000_000, 'get-all-1m', { time: 1.0, growthMb: 50 }),
   'get-one': getOne,
   'push-5-webhooks': push,
+  'push-cpu-per-point': pushCpu,
   'push-one-dead-webhook': pushDead,
   'push-outage-recovery': pushOutage,
 };
