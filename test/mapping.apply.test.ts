@@ -61,14 +61,17 @@ describe('applyMappings', () => {
     expect(E.isLeft(bad) && bad.left.failed[0]!.error).toBe(`invalid timestamp at path 'meta.ts': "yesterday"`);
   });
 
-  it('turns points into SET + XADD per mapping, in order, and failures into error-stream entries only', () => {
-    const r = applyMappings([m('a', 'v', 36, { ioa: 7 })], { v: 1 }, RECEIVED, 'src');
+  it('turns points into one MSET of every key, in mapping order, then one XADD per mapping, and failures into error-stream entries only', () => {
+    const r = applyMappings([m('a', 'v', 36, { ioa: 7 }), m('b', 'w', 36, { ioa: 8 }), m('c', 'v2', 36, { ioa: 7 })], { v: 1, w: 2, v2: 3 }, RECEIVED, 'src');
     if (E.isLeft(r)) throw new Error('unexpected');
-    const json = '{"casdu":1,"ioa":7,"type":36,"value":1,"timestamp":"2026-11-21T10:00:00.000Z","source":"src"}';
+    const json = (ioa: number, value: number) => `{"casdu":1,"ioa":${ioa},"type":36,"value":${value},"timestamp":"2026-11-21T10:00:00.000Z","source":"src"}`;
+    const xadd = (ioa: number, value: number) => ['xadd', 'process:updates', 'MAXLEN', '~', '5000', '*', 'casdu', '1', 'ioa', String(ioa), 'source', 'src', 'data', json(ioa, value)];
+    // a key written by two mappings: MSET keeps the later one's value, as two SETs in order would
     expect(writeCommands(r.right, 'src', 5000)).toEqual([
-      ['set', 'process:image:casdu:1:ioa:7', json],
-      ['xadd', 'process:updates', 'MAXLEN', '~', '5000', '*', 'casdu', '1', 'ioa', '7', 'source', 'src', 'data', json],
+      ['mset', 'process:image:casdu:1:ioa:7', json(7, 1), 'process:image:casdu:1:ioa:8', json(8, 2), 'process:image:casdu:1:ioa:7', json(7, 3)],
+      xadd(7, 1), xadd(8, 2), xadd(7, 3),
     ]);
+    expect(writeCommands([], 'src', 5000)).toEqual([]);
     const f = applyMappings([m('a', 'v', 36, { ioa: 7 })], {}, RECEIVED, 'src');
     if (E.isRight(f)) throw new Error('unexpected');
     expect(errorCommands('c1', 'T', f.left)).toEqual([
