@@ -1,13 +1,18 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Logger } from '../runtime/logger';
 import { makeApiKeyCheck } from './auth';
+import { withDataPath } from './dataPath';
 import type { Metrics } from './metrics';
 import { INACTIVE, NOT_CONNECTED, sendError, sendProblem } from './problem';
+
+/** A data route's handler sees Node's own request and response: it is served by the lean path too. */
+export type DataHandler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
 export interface DataRoute {
   readonly method: 'get' | 'post';
   readonly path: string;
-  readonly handler: RequestHandler;
+  readonly handler: DataHandler;
 }
 
 export interface AppDeps {
@@ -29,54 +34,85 @@ const routeOf = (req: Request): string => {
 };
 
 /**
- * One log line and one metric sample per request, written when the response ends. The labelled
+ * Starts the request's log line and metric sample, written when the response ends; `route` and
+ * `path` are asked then (express knows the route only once it has matched one). The labelled
  * metric children are looked up once per (route, method, status) rather than hashed per request.
  */
-const requestLog = (log: Logger, metrics: Metrics): RequestHandler => {
+export type RequestLog = (req: IncomingMessage, res: ServerResponse, route: () => string, path: () => string) => void;
+
+const makeRequestLog = (log: Logger, metrics: Metrics): RequestLog => {
   const counters = new Map<string, { inc(): void }>();
   const timers = new Map<string, { observe(v: number): void }>();
-  return (req, res, next) => {
+  return (req, res, routeNow, pathNow) => {
     const start = process.hrtime.bigint();
     res.once('close', () => {
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      const route = routeOf(req);
+      const route = routeNow();
+      const method = req.method ?? '';
       const status = res.headersSent ? res.statusCode : 0;
-      const key = `${route} ${req.method}`;
+      const key = `${route} ${method}`;
       let timer = timers.get(key);
-      if (timer === undefined) timers.set(key, (timer = metrics.httpDuration.labels(route, req.method)));
+      if (timer === undefined) timers.set(key, (timer = metrics.httpDuration.labels(route, method)));
       let counter = counters.get(`${key} ${status}`);
-      if (counter === undefined) counters.set(`${key} ${status}`, (counter = metrics.httpRequests.labels(route, req.method, String(status))));
+      if (counter === undefined) counters.set(`${key} ${status}`, (counter = metrics.httpRequests.labels(route, method, String(status))));
       counter.inc();
       timer.observe(seconds);
-      log.info({ method: req.method, route, path: req.path, status, durationMs: Math.round(seconds * 1e6) / 1e3, aborted: !res.writableFinished || undefined }, 'request');
+      log.info({ method, route, path: pathNow(), status, durationMs: Math.round(seconds * 1e6) / 1e3, aborted: !res.writableFinished || undefined }, 'request');
     });
-    next();
   };
 };
 
-export const createApp = (deps: AppDeps): express.Express => {
+/** What follows a thrown error or a rejected handler: a log line and 500 problem details. */
+const unexpected = (log: Logger, err: unknown, req: IncomingMessage, path: string, res: ServerResponse): void => {
+  log.error({ err: err instanceof Error ? err.message : String(err), method: req.method, path }, 'unexpected error');
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendProblem(res, 500, 'an unexpected error occurred');
+};
+
+/**
+ * The HTTP side of a connector: express for everything, and in front of it the lean path of the
+ * data routes (`dataPath.ts`), which serves the exact method and path of a data route without
+ * express's router. Both run each data route through the same `serve` chain.
+ */
+export const createApp = (deps: AppDeps): RequestListener => {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('query parser', 'simple');
-  app.use(requestLog(deps.log, deps.metrics));
+  const requestLog = makeRequestLog(deps.log, deps.metrics);
+  app.use((req, res, next) => {
+    requestLog(req, res, () => routeOf(req), () => req.path);
+    next();
+  });
 
   // Settings are fixed for the life of the process (a change restarts it): guards that would
   // always pass are left out rather than run on every request.
   const authorized = makeApiKeyCheck(deps.apiKeys);
-  const requireKey: RequestHandler[] =
-    deps.apiKeys.length === 0
-      ? []
-      : [
-          (req, res, next) => {
-            if (authorized(req)) return next();
-            sendProblem(res, 401, 'a valid API key is required (Authorization: Bearer <key> or X-Api-Key)', { 'WWW-Authenticate': 'Bearer' });
-          },
-        ];
-  const requireActive: RequestHandler[] = deps.isActive() ? [] : [(_req, res) => sendProblem(res, 503, INACTIVE)];
+  const keyRequired = deps.apiKeys.length > 0;
+  const denied = (res: ServerResponse) =>
+    sendProblem(res, 401, 'a valid API key is required (Authorization: Bearer <key> or X-Api-Key)', { 'WWW-Authenticate': 'Bearer' });
+  const requireKey: RequestHandler[] = keyRequired ? [(req, res, next) => (authorized(req) ? next() : denied(res))] : [];
+  const inactive = !deps.isActive();
 
-  // The data routes first: they are the hot path, and express tries routes in order.
-  for (const r of deps.dataRoutes) app[r.method](r.path, ...requireKey, ...requireActive, r.handler);
+  /** A data route behind authentication and the inactive check; an error thrown is a 500. */
+  const serve = (handler: DataHandler) => (req: IncomingMessage, res: ServerResponse, path: string): void => {
+    if (keyRequired && !authorized(req)) return denied(res);
+    if (inactive) return sendProblem(res, 503, INACTIVE);
+    try {
+      const done = handler(req, res);
+      if (done !== undefined) done.catch((err: unknown) => unexpected(deps.log, err, req, path, res));
+    } catch (err) {
+      unexpected(deps.log, err, req, path, res);
+    }
+  };
+  const served = deps.dataRoutes.map((r) => ({ ...r, serve: serve(r.handler) }));
+
+  // The data routes first: they are the hot path, and express tries routes in order. These catch
+  // what the lean path passes on: HEAD, a trailing slash, another letter case.
+  for (const r of served) app[r.method](r.path, (req, res) => r.serve(req, res, req.path));
   app.get('/health/live', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -98,13 +134,6 @@ export const createApp = (deps: AppDeps): express.Express => {
   app.use((req: Request, res: Response) => {
     sendError(res, 404, 'not_found', `no resource at ${req.method} ${req.path}`);
   });
-  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    deps.log.error({ err: err instanceof Error ? err.message : String(err), method: req.method, path: req.path }, 'unexpected error');
-    if (res.headersSent) {
-      res.destroy();
-      return;
-    }
-    sendProblem(res, 500, 'an unexpected error occurred');
-  });
-  return app;
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => unexpected(deps.log, err, req, req.path, res));
+  return withDataPath(served, requestLog, app);
 };

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 
 const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
 
@@ -8,7 +8,7 @@ const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').dig
  * SHA-256 digests with `timingSafeEqual`, against every key without an early exit, so the time
  * taken tells nothing about how much of a key matched nor which key did.
  */
-export const makeApiKeyCheck = (keys: readonly string[]): ((req: Request) => boolean) => {
+export const makeApiKeyCheck = (keys: readonly string[]): ((req: IncomingMessage) => boolean) => {
   const digests = keys.map(digest);
   return (req) => {
     const auth = req.headers.authorization;

@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export type BodyResult =
   | { readonly ok: true; readonly text: string; readonly bytes: Buffer }
@@ -40,7 +40,7 @@ export const isJsonMediaType = (contentType: string | undefined): boolean => {
  * Reads the body as UTF-8 text, refusing it as soon as it passes `limit` bytes: by
  * `Content-Length` before a byte is read, or while reading a chunked body.
  */
-export const readBody = (req: Request, limit: number, budget?: BodyBudget): Promise<BodyResult> => {
+export const readBody = (req: IncomingMessage, res: ServerResponse, limit: number, budget?: BodyBudget): Promise<BodyResult> => {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) return Promise.resolve({ ok: false, reason: 'too_large' });
   // the budget is held until the answer is sent: the body's text lives that long
@@ -48,7 +48,7 @@ export const readBody = (req: Request, limit: number, budget?: BodyBudget): Prom
   const hold = (bytes: number): boolean => {
     if (budget === undefined) return true;
     if (!budget.take(bytes)) return false;
-    if (held === 0) req.res?.once('close', () => budget.give(held));
+    if (held === 0) res.once('close', () => budget.give(held));
     held += bytes;
     return true;
   };

@@ -105,7 +105,7 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
     };
     const receivedAt = d.now().toISOString();
     // every parameter of the raw query counts (CONTRACT 6.5): a second topic anywhere is refused
-    const query = parseRawQuery(req.originalUrl);
+    const query = parseRawQuery(req.url ?? '');
     const topics = query.values('topic');
     const topic = topics[0];
     if (topics.length !== 1 || topic === undefined || topic === '' || query.count > MAX_QUERY_PARAMETERS) {
@@ -122,16 +122,16 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
       sendError(res, 415, 'unsupported_media_type', 'the content encoding must be identity (no compression)');
       return;
     }
-    const body = await readBody(req, d.maxBodyBytes, d.bodyBudget);
+    const body = await readBody(req, res, d.maxBodyBytes, d.bodyBudget);
     if (!body.ok) {
       if (body.reason === 'busy') {
-        res.set('Connection', 'close');
+        res.setHeader('Connection', 'close');
         sendProblem(res, 503, 'too many request bodies are being received at once; try again shortly', { 'Retry-After': '1' });
         return;
       }
       if (body.reason === 'too_large') {
         // The rest of the body is not read: close the connection after answering.
-        res.set('Connection', 'close');
+        res.setHeader('Connection', 'close');
         sendError(res, 413, 'payload_too_large', `the body exceeds ${d.maxBodyBytes} bytes`);
       }
       return;

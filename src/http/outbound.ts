@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/Either';
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import type { DataRoute } from './app';
 import type { Redis } from 'ioredis';
 import { processImageKey } from '../mapping/types';
@@ -84,7 +84,7 @@ const isJsonObjectText = (text: string): boolean => {
  * Writes a chunk, waiting for the client to take the previous ones; a client that stops reading
  * for `timeoutMs` is cut off (CONTRACT 6.5), so it cannot hold the response's memory for ever.
  */
-const write = (res: Response, chunk: string, timeoutMs: number): Promise<void> =>
+const write = (res: ServerResponse, chunk: string, timeoutMs: number): Promise<void> =>
   res.write(chunk) ? Promise.resolve() : new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       res.off('drain', onDrain);
@@ -103,7 +103,7 @@ const write = (res: Response, chunk: string, timeoutMs: number): Promise<void> =
  * values, never all values. A failure after the head was sent aborts the response, so a
  * client never takes a truncated list for a complete one.
  */
-const streamPoints = async (d: OutboundDeps, res: Response, addresses: Float64Array): Promise<void> => {
+const streamPoints = async (d: OutboundDeps, res: ServerResponse, addresses: Float64Array): Promise<void> => {
   const maxSize = d.chunkSize ?? 1000;
   const ahead = d.chunksAhead ?? 4;
   // Chunks follow the values' size: the first is small, the next hold about CHUNK_BYTES, so that
@@ -168,7 +168,7 @@ const streamPoints = async (d: OutboundDeps, res: Response, addresses: Float64Ar
 
 export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
   { method: 'get', path: '/api/datapoints', handler: async (req, res) => {
-    const filter = decodePointFilter(parseRawQuery(req.originalUrl));
+    const filter = decodePointFilter(parseRawQuery(req.url ?? ''));
     if (E.isLeft(filter)) {
       sendError(res, 400, filter.left.code, filter.left.message);
       return;

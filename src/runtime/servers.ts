@@ -1,5 +1,4 @@
-import type { Express } from 'express';
-import { createServer, STATUS_CODES, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { HostUrl } from '../config/managed';
 
@@ -26,7 +25,7 @@ export interface ServerLimits {
 
 const DEFAULT_LIMITS: ServerLimits = { maxConnections: 1024, headersTimeoutMs: 10000, requestTimeoutMs: 30000 };
 
-const listenOne = (app: Express, host: string, port: number, flag: StopFlag, limits: ServerLimits): Promise<Server> =>
+const listenOne = (app: RequestListener, host: string, port: number, flag: StopFlag, limits: ServerLimits): Promise<Server> =>
   new Promise((resolve, reject) => {
     // Node checks the headers and request timeouts only this often (30 s by default)
     const busy = new Set<Socket>();
@@ -70,7 +69,7 @@ const listenOne = (app: Express, host: string, port: number, flag: StopFlag, lim
   });
 
 /** `*`, `+` and `[::]` mean every interface: `::` (dual stack), or `0.0.0.0` where IPv6 is off. */
-const listenUrl = async (app: Express, url: HostUrl, flag: StopFlag, limits: ServerLimits): Promise<Server> => {
+const listenUrl = async (app: RequestListener, url: HostUrl, flag: StopFlag, limits: ServerLimits): Promise<Server> => {
   if (url.host !== undefined) return listenOne(app, url.host, url.port, flag, limits);
   try {
     return await listenOne(app, '::', url.port, flag, limits);
@@ -92,7 +91,7 @@ const describe = (s: Server): string => {
  * answer from then on carries `Connection: close`, and in-flight requests finish; what is left
  * after `graceMs` is cut.
  */
-export const listenAll = async (app: Express, urls: readonly HostUrl[], limits: ServerLimits = DEFAULT_LIMITS): Promise<Listening> => {
+export const listenAll = async (app: RequestListener, urls: readonly HostUrl[], limits: ServerLimits = DEFAULT_LIMITS): Promise<Listening> => {
   const servers: Server[] = [];
   const flag: StopFlag = { stopping: false, open: new Set() };
   try {
