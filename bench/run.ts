@@ -18,7 +18,7 @@ import {
 
 type Redises = { port: number; client: Redis };
 
-interface Load { rps: number; p50: number; p99: number; errors: number; non2xx: number; requests: number; cpuUsPerRequest?: number }
+interface Load { rps: number; p50: number; p99: number; errors: number; non2xx: number; requests: number; cpuUsPerRequest?: number; minCpuUsPerRequest?: number }
 
 const load = (opts: autocannon.Options): Promise<Load> =>
   new Promise((resolve, reject) => {
@@ -54,10 +54,11 @@ const withBaselineServer = async <A>(r: Redises, mode: string, fn: (base: string
   }
 };
 
+/** Ratios of the best run of each (by req/s); CPU per request from the run of each that used least. */
 const ratioRow = (ours: Load, base: Load): Row => ({
   'req/s ratio': ours.rps / base.rps,
   'p99 ratio': ours.p99 / Math.max(base.p99, 1),
-  'CPU per request ratio': (ours.cpuUsPerRequest ?? NaN) / (base.cpuUsPerRequest ?? NaN),
+  'CPU per request ratio': (ours.minCpuUsPerRequest ?? ours.cpuUsPerRequest ?? NaN) / (base.minCpuUsPerRequest ?? base.cpuUsPerRequest ?? NaN),
 });
 
 /**
@@ -72,6 +73,7 @@ const compareLoads = async (
   await load({ ...opts, url: baseline.url, duration: 2 });
   const runs: Row[] = [];
   const best: Record<'ours' | 'baseline', Load | undefined> = { ours: undefined, baseline: undefined };
+  const minCpu = { ours: Infinity, baseline: Infinity };
   for (let round = 0; round < 3; round++) {
     for (const [who, target] of [['ours', ours], ['baseline', baseline]] as const) {
       // CPU time of the server process per request: steadier than req/s on a shared machine.
@@ -80,9 +82,11 @@ const compareLoads = async (
       l.cpuUsPerRequest = ((cpuMs(target.pid) - cpuBefore) * 1000) / Math.max(1, l.requests);
       runs.push({ round: round + 1, server: who, 'req/s': l.rps, 'p50 ms': l.p50, 'p99 ms': l.p99, 'CPU µs/req': l.cpuUsPerRequest, non2xx: l.non2xx, errors: l.errors });
       if (best[who] === undefined || l.rps > best[who]!.rps) best[who] = l;
+      minCpu[who] = Math.min(minCpu[who], l.cpuUsPerRequest);
     }
   }
-  return { ours: best.ours!, baseline: best.baseline!, runs };
+  // noise only ever adds CPU time: the least each used is the figure compared
+  return { ours: { ...best.ours!, minCpuUsPerRequest: minCpu.ours }, baseline: { ...best.baseline!, minCpuUsPerRequest: minCpu.baseline }, runs };
 };
 
 const inbound = async (r: Redises) => {
@@ -97,7 +101,9 @@ const inbound = async (r: Redises) => {
     );
   });
   printTable(`inbound-10-mappings (${Buffer.byteLength(body)}-byte payload; 50 connections, ${SECONDS} s a run)`, result.runs);
-  printTable('inbound-10-mappings ratio, best run of each (targets: req/s >= 0.9, p99 <= 1.2)', [ratioRow(result.ours, result.baseline)]);
+  const ratios = ratioRow(result.ours, result.baseline);
+  const met = Number(ratios['CPU per request ratio']) <= 0.8 && Number(ratios['p99 ratio']) <= 1.2 && Number(ratios['req/s ratio']) >= 0.9;
+  printTable('inbound-10-mappings ratio, best run of each (targets: CPU per request <= 0.8, p99 <= 1.2, req/s >= 0.9)', [{ ...ratios, 'targets met': String(met) }]);
   return { ...result, payloadBytes: Buffer.byteLength(body) };
 };
 
@@ -198,7 +204,10 @@ const getAllOf = (n: number, name: string, targets: { time: number; growthMb: nu
     { scenario: name, who: 'ours (HTTP, streamed)', 'time ms': ours.ms, 'response MB': ours.bytes / 1e6, 'RSS idle MB': ours.idleRssMb, 'peak RSS MB': ours.peakRssMb, 'growth MB': ours.peakRssMb - ours.idleRssMb },
     { scenario: name, who: 'baseline (SCAN+MGET+JSON.parse)', 'time ms': base.ms, points: base.points },
   ]);
-  printTable(`${name} ratio (targets: time <= ${targets.time}, growth < ${targets.growthMb} MB)`, [{ 'time ratio': ours.ms / base.ms, 'RSS growth MB': ours.peakRssMb - ours.idleRssMb }]);
+  const growth = ours.peakRssMb - ours.idleRssMb;
+  printTable(`${name} ratio (targets: time <= ${targets.time}, growth < ${targets.growthMb} MB)`, [
+    { 'time ratio': ours.ms / base.ms, 'RSS growth MB': growth, 'targets met': String(ours.ms / base.ms <= targets.time && growth < targets.growthMb) },
+  ]);
   return { ours, baseline: base };
 };
 
@@ -321,7 +330,8 @@ const pushCpu = async (r: Redises) => {
         best[key] = Math.min(best[key] ?? Infinity, f.cpuUsPerPoint);
       }
     }
-    ratios.push({ 'rate/s': rate, 'ours CPU µs/point': best[`ours ${rate}`]!, 'baseline CPU µs/point': best[`baseline ${rate}`]!, 'CPU per point ratio': best[`ours ${rate}`]! / best[`baseline ${rate}`]! });
+    const ratio = best[`ours ${rate}`]! / best[`baseline ${rate}`]!;
+    ratios.push({ 'rate/s': rate, 'ours CPU µs/point': best[`ours ${rate}`]!, 'baseline CPU µs/point': best[`baseline ${rate}`]!, 'CPU per point ratio': ratio, 'target met': String(ratio <= 0.7) });
   }
   printTable(`push-cpu-per-point (5 receivers, fixed rates, ${SECONDS} s a run, two runs each; CPU of the pushing process per point)`, rows);
   printTable('push-cpu-per-point ratio, lower run of each (target: <= 0.7 at both rates)', ratios);
