@@ -47,20 +47,32 @@ export const laneObserver = (
   const status = deps.board[index]!;
   const now = deps.now ?? (() => new Date());
   const { log, metrics } = deps;
+  // labelled children looked up once, not hashed on every attempt (this runs per request)
+  const stateGauges = STATES.map((st) => [st, metrics.webhookState.labels({ ...labels, state: st })] as const);
+  const backlogGauge = metrics.backlogBatches.labels(labels);
+  const latency = metrics.deliveryLatency.labels(labels);
+  const queueGauge = metrics.queueDepth.labels(labels);
+  const attemptCounters = new Map<string, { inc(): void }>();
+  const deliveryCounters = new Map<string, { inc(): void }>();
+  const counter = (cache: Map<string, { inc(): void }>, make: (value: string) => { inc(): void }, value: string) => {
+    let c = cache.get(value);
+    if (c === undefined) cache.set(value, (c = make(value)));
+    return c;
+  };
   const setState = (s: LaneStatus) => {
     if (s.state !== status.state) {
       const level = s.state === 'open' ? 'error' : s.state === 'healthy' ? 'info' : 'warn';
       log[level]({ webhook: index, host, from: status.state, to: s.state, consecutiveFailures: s.consecutiveFailures, backlog: deps.backlogSize() }, 'webhook state changed');
     }
     Object.assign(status, s, { backlog: deps.backlogSize() });
-    for (const st of STATES) metrics.webhookState.set({ ...labels, state: st }, st === s.state ? 1 : 0);
-    metrics.backlogBatches.set(labels, status.backlog);
+    for (const [st, gauge] of stateGauges) gauge.set(st === s.state ? 1 : 0);
+    backlogGauge.set(status.backlog);
   };
   setState({ state: 'healthy', consecutiveFailures: 0, inFlight: 0, queued: 0 });
   return {
     attempt: (r, n, seconds, willRetry) => {
-      metrics.attempts.inc({ ...labels, result: resultLabel(r) });
-      metrics.deliveryLatency.observe(labels, seconds);
+      counter(attemptCounters, (result) => metrics.attempts.labels({ ...labels, result }), resultLabel(r)).inc();
+      latency.observe(seconds);
       if (r.ok) status.lastSuccessAt = now().toISOString();
       else {
         status.lastFailureAt = now().toISOString();
@@ -70,7 +82,7 @@ export const laneObserver = (
     },
     finished: (batch, outcome, attempts, reason, backlogReason) => {
       if (outcome === 'skipped') return;
-      metrics.deliveries.inc({ ...labels, outcome });
+      counter(deliveryCounters, (o) => metrics.deliveries.labels({ ...labels, outcome: o }), outcome).inc();
       if (outcome === 'deadlettered') {
         const kind = backlogReason ?? 'exhausted';
         metrics.deadLettered.inc({ ...labels, reason: METRIC_REASON[kind] });
@@ -82,7 +94,7 @@ export const laneObserver = (
     },
     queueDepth: (d) => {
       status.queued = d;
-      metrics.queueDepth.set(labels, d);
+      queueGauge.set(d);
     },
     status: setState,
     redriven: (webhookId, delivered, reason) => {

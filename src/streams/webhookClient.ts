@@ -56,14 +56,25 @@ export const axiosPostBatch = (timeoutMs: number, userAgent: string, now: () => 
     decompress: false,
     proxy: false,
   });
+  // A batch goes to every webhook as the same object: its body is encoded once, not per request
+  // (axios would turn the string into bytes for each of them).
+  const encoded = new WeakMap<object, Buffer>();
+  const bytesOf = (batch: Parameters<PostBatch>[1]): Buffer => {
+    let bytes = encoded.get(batch);
+    if (bytes === undefined) encoded.set(batch, (bytes = Buffer.from(batch.body, 'utf8')));
+    return bytes;
+  };
   const post: PostBatch = (webhook, batch) =>
     new Observable((subscriber) => {
       const controller = new AbortController();
       let body: Readable | undefined;
       let answer: WebhookResponse | undefined;
+      /** The exchange is over (answered, its body read or cut): nothing is left to abort. */
+      let over = false;
       const finish = () => {
         clearTimeout(deadline);
         if (answer !== undefined && !subscriber.closed) {
+          over = true;
           subscriber.next(answer);
           subscriber.complete();
         }
@@ -76,7 +87,7 @@ export const axiosPostBatch = (timeoutMs: number, userAgent: string, now: () => 
       }, timeoutMs);
       const timestamp = Math.floor(now() / 1000);
       client
-        .post(webhook.url, batch.body, { headers: requestHeaders(webhook, batch, timestamp, userAgent), signal: controller.signal })
+        .post(webhook.url, bytesOf(batch), { headers: requestHeaders(webhook, batch, timestamp, userAgent), signal: controller.signal })
         .then(
           (r) => {
             const retryAfter = r.headers['retry-after'];
@@ -102,7 +113,9 @@ export const axiosPostBatch = (timeoutMs: number, userAgent: string, now: () => 
       return () => {
         clearTimeout(deadline);
         body?.destroy();
-        controller.abort();
+        // only an exchange cut short (a stop's deadline) is aborted: an abort makes an AbortError
+        // and runs axios's listeners, for nothing once the answer is in
+        if (!over) controller.abort();
       };
     });
   return {
