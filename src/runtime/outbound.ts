@@ -2,6 +2,7 @@ import { defer, EMPTY, exhaustMap, from, interval, mergeMap, type Observable, ca
 import type { Webhook } from '../config/managed';
 import { urlHost } from '../config/urls';
 import { outboundOpenApi, outboundRoutes, webhooksRoute } from '../http/outbound';
+import { incrementalCollector } from './collector';
 import { redisBacklog } from '../streams/backlog';
 import { webhookLane, exponentialBackoff, QUEUE_CAP } from '../streams/deliver';
 import { readGroupHealth, makeLossTracker } from '../streams/lossMonitor';
@@ -177,6 +178,7 @@ export const buildOutbound = (ctx: ConnectorContext): ConnectorParts => {
         log: ctx.log.child({ component: 'pull' }),
         metrics: ctx.metrics,
         writeTimeoutMs: ctx.startup.http.requestTimeoutMilliseconds,
+        collect: incrementalCollector(),
       }),
       webhooksRoute(() => board),
     ],
