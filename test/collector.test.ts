@@ -7,7 +7,7 @@ describe('incrementalCollector (issue 13)', () => {
     expect(typeof collect).toBe('function');
     const majors: PerformanceEntry[] = [];
     const observer = new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) if ((e.detail as { kind?: number } | undefined)?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majors.push(e);
+      for (const e of list.getEntries()) if ((e as unknown as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majors.push(e);
     });
     observer.observe({ entryTypes: ['gc'] });
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
