@@ -117,7 +117,7 @@ const write = (res: ServerResponse, chunk: string, timeoutMs: number): Promise<v
  * values, never all values. A failure after the head was sent aborts the response, so a
  * client never takes a truncated list for a complete one.
  */
-const streamPoints = async (d: OutboundDeps, res: ServerResponse, addresses: Float64Array): Promise<void> => {
+const streamPoints = async (d: OutboundDeps, res: ServerResponse, addresses: Float64Array, collectEvery: number): Promise<void> => {
   const maxSize = d.chunkSize ?? 1000;
   const ahead = d.chunksAhead ?? 4;
   // Chunks follow the values' size: the first is small, the next hold about CHUNK_BYTES, so that
@@ -173,7 +173,7 @@ const streamPoints = async (d: OutboundDeps, res: ServerResponse, addresses: Flo
   }
   res.end(`${out}]}`);
   // what such a response left behind goes now, not into the next one's peak
-  if (addresses.length >= (d.collectEvery ?? COLLECT_EVERY)) d.collect?.();
+  if (addresses.length >= collectEvery) d.collect?.();
   d.metrics.getPoints.inc(count);
   if (skipped > 0) {
     d.metrics.getSkipped.inc(skipped);
@@ -184,6 +184,7 @@ const streamPoints = async (d: OutboundDeps, res: ServerResponse, addresses: Flo
 
 export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
   { method: 'get', path: '/api/datapoints', handler: async (req, res) => {
+    const collectEvery = d.collectEvery ?? COLLECT_EVERY;
     const filter = decodePointFilter(parseRawQuery(req.url ?? ''));
     if (E.isLeft(filter)) {
       sendError(res, 400, filter.left.code, filter.left.message);
@@ -222,7 +223,7 @@ export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
         sendJsonText(res, 200, ok ? `{"datapoints":[${value}]}` : '{"datapoints":[]}');
         return;
       }
-      addresses = await findAddresses(d.redis, f, () => left || !res.writable, d.collect, d.collectEvery ?? COLLECT_EVERY);
+      addresses = await findAddresses(d.redis, f, () => left || !res.writable, d.collect, collectEvery);
       if (addresses === null) return;
     } catch (err) {
       d.log.warn({ err: (err as Error).message }, 'reading data points failed');
@@ -230,7 +231,7 @@ export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
       return;
     }
     try {
-      await streamPoints(d, res, addresses);
+      await streamPoints(d, res, addresses, collectEvery);
     } catch (err) {
       const message = (err as Error).message;
       if (message === 'client stopped reading' || message === 'client went away') {
