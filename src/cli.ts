@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// First: stop signals are caught from here on, while the rest loads (see runtime/signals).
-import { releaseStopSignals } from './runtime/signals';
+// First: a connector catches stop signals from here on, while the rest loads (see runtime/signals).
+import './runtime/signals';
 import * as E from 'fp-ts/Either';
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -314,10 +314,6 @@ const mappingsCommand = async (args: string[], io: Io): Promise<Outcome> => {
 export const main = async (argv: string[], io: Io): Promise<Outcome> => {
   const args = [...argv];
   const command = args.shift();
-  if (command !== 'outbound' && command !== 'inbound') {
-    const signal = releaseStopSignals();
-    if (signal !== undefined) return { code: 128 + (signal === 'SIGINT' ? 2 : 15), message: `stopped by ${signal}` };
-  }
   switch (command) {
     case undefined:
     case '--help':

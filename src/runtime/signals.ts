@@ -1,10 +1,23 @@
 /**
- * SIGTERM and SIGINT, caught from the first line the CLI runs (it imports this module first), so
- * that a stop requested while the process is still loading or connecting ends it with exit 0 once
- * it can (CONTRACT 1), instead of killing it by the signal. Only Node's own start-up, before any of
- * our code runs, is left to the default action.
+ * SIGTERM and SIGINT of a running connector (`rest-connector outbound|inbound`), caught from the
+ * first module the CLI loads (cli.ts imports this one first), so that a stop requested while the
+ * process is still loading or connecting ends it with exit 0 once it can (CONTRACT 1), instead of
+ * killing it by the signal.
+ *
+ * Before this module runs — Node's own start-up, about 50–60 ms after the process is spawned on
+ * an idle machine, 90–160 ms when `NODE_EXTRA_CA_CERTS` makes Node read a CA bundle first — a stop
+ * signal has its default effect: the process dies of it, before any of our code ran, so nothing is
+ * left half-started.
+ *
+ * Every other command (the operator commands, `--help`, `--version`) keeps Node's default from
+ * the start: a signal ends it at once, whenever it comes. (Catching it and letting go later would
+ * lose a signal that arrives while the modules load: Node delivers it only on the first turn of
+ * the event loop, after the handler is gone.)
  */
 export type StopSignal = 'SIGTERM' | 'SIGINT';
+
+/** The commands that run a connector, and so catch stop signals. */
+const CATCHING = new Set(['outbound', 'inbound']);
 
 let received: StopSignal | undefined;
 const listeners = new Set<(signal: StopSignal) => void>();
@@ -12,10 +25,11 @@ const handler = (signal: StopSignal) => () => {
   received ??= signal;
   for (const l of listeners) l(signal);
 };
-const handlers = { SIGTERM: handler('SIGTERM'), SIGINT: handler('SIGINT') };
 
-process.on('SIGTERM', handlers.SIGTERM);
-process.on('SIGINT', handlers.SIGINT);
+if (require.main !== undefined && require.main.filename.endsWith('cli.js') && CATCHING.has(process.argv[2] ?? '')) {
+  process.on('SIGTERM', handler('SIGTERM'));
+  process.on('SIGINT', handler('SIGINT'));
+}
 
 /**
  * Calls `listener` on every stop signal — at once if one came already. The handlers stay
@@ -26,14 +40,4 @@ export const onStopSignal = (listener: (signal: StopSignal) => void): (() => voi
   listeners.add(listener);
   if (received !== undefined) listener(received);
   return () => listeners.delete(listener);
-};
-
-/**
- * For the commands that do not run a connector: the default behaviour back, and the signal that
- * came meanwhile, if any (the caller then exits with 128 + its number, as the default would).
- */
-export const releaseStopSignals = (): StopSignal | undefined => {
-  process.off('SIGTERM', handlers.SIGTERM);
-  process.off('SIGINT', handlers.SIGINT);
-  return received;
 };
