@@ -335,6 +335,35 @@ describe('cases 5, 6 and 7: connection, memory and time budgets', () => {
     }
   });
 
+  it('issue 20 case 5: clients that dribble a header byte now and then and never close their side are cut at Http:HeadersTimeoutMilliseconds, so health answers again', async () => {
+    const { c, base, port } = await launch('outbound', 'dribble', { Http__MaxConnections: '20', Http__HeadersTimeoutMilliseconds: '800' });
+    const dribblers: Array<import('node:net').Socket> = [];
+    const timers: NodeJS.Timeout[] = [];
+    try {
+      // 30 connections for 20 slots: the last 10 are closed at once, the first 20 hold every slot
+      for (let i = 0; i < 30; i++) {
+        const s = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+        s.on('error', () => undefined);
+        s.on('connect', () => {
+          s.write('GET /health/live HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+          timers.push(setInterval(() => s.writable && s.write('a'), 300));
+        });
+        s.resume();
+        dribblers.push(s);
+      }
+      await new Promise((res) => setTimeout(res, 200));
+      await expect(request(`${base}/health/live`)).rejects.toThrow(); // every slot is held
+      // each one is cut while it still dribbles (its next byte meets a closed connection)
+      const closed = await Promise.all(dribblers.map((s) => new Promise<boolean>((res) => (s.destroyed ? res(true) : s.once('close', () => res(true))))));
+      expect(closed.every(Boolean)).toBe(true);
+      expect((await request(`${base}/health/live`)).status).toBe(200);
+    } finally {
+      for (const t of timers) clearInterval(t);
+      for (const s of dribblers) s.destroy();
+      expect(await c.stop()).toBe(0);
+    }
+  });
+
   it('case 6: bodies in flight past Http:MaxBodyBytesInFlight get 503 with Retry-After; a GET-all never read is cut off', async () => {
     const { c, base, port } = await launch('inbound', 'budget', { Http__MaxBodyBytesInFlight: '1500', Http__MaxBodyBytes: '1000' });
     const holders: Array<import('node:net').Socket> = [];

@@ -59,7 +59,11 @@ const listenOne = (app: RequestListener, host: string, port: number, flag: StopF
         return;
       }
       const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      // end() alone only half-closes: a client that never closes its side (one that dribbles a
+      // header byte now and then) would keep the connection, and its slot of maxConnections, for
+      // ever. The answer goes out, then the connection is destroyed; at the latest after a second.
+      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, () => socket.destroy());
+      setTimeout(() => socket.destroy(), 1000).unref();
     });
     server.once('error', reject);
     server.listen({ host, port }, () => {
