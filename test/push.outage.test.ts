@@ -86,6 +86,36 @@ it('the cap drops the oldest backlog entries, and every dropped batch is logged 
   expect(c.logs().filter((l) => l.msg === 'a backlog batch was trimmed by Webhooks:DeadLetterMaxLength before it was delivered')).toHaveLength(lost);
 });
 
+it('issue 20 case 6: with AutoRedrive=false the status and gauge show what waits in the backlog, also what a previous run left', async () => {
+  const rec = await h.receiver(() => ({ status: 503 }));
+  const env = { Webhooks__MaxAttempts: '1', Webhooks__CircuitFailureThreshold: '100', Webhooks__AutoRedrive: 'false', Webhooks__BatchMaxSize: '1' };
+  const first = await h.outbound('noredrive', [{ url: rec.url }], env);
+  const backlogOf = async (base: string) => ((await request(`${base}/api/webhooks`)).json() as { webhooks: Array<{ backlog: number }> }).webhooks[0]!.backlog;
+  const gaugeOf = async (base: string) => Number(/^webhook_backlog_batches\{webhook="0",host="[^"]+"\} (\d+)$/m.exec((await request(`${base}/metrics`)).text)?.[1]);
+  await h.produce(0, 1);
+  await eventually(async () => ((await backlogLen('noredrive')) === 1 && (await pendingCount(client, 'noredrive')) === 0 ? true : undefined), 10000, 'one batch in the backlog');
+  expect([await backlogOf(first.base), await gaugeOf(first.base)]).toEqual([1, 1]);
+  await first.c.stop('SIGTERM');
+  const second = await h.outbound('noredrive', [{ url: rec.url }], env);
+  await eventually(async () => ((await backlogOf(second.base)) === 1 ? true : undefined), 10000, 'the backlog a previous run left');
+  expect(await gaugeOf(second.base)).toBe(1);
+});
+
+it('issue 20 case 7: refused entries trimmed by the cap before anyone replayed them are counted and logged as dropped', async () => {
+  const rec = await h.receiver(() => ({ status: 400 })); // not retried: every batch is refused
+  const { c, base } = await h.outbound('refusedcap', [{ url: rec.url }], { ...OUTAGE, Webhooks__CircuitFailureThreshold: '100000', Webhooks__DeadLetterMaxLength: '50', Webhooks__BatchMaxSize: '1' });
+  await h.produce(0, 400);
+  await eventually(async () => ((await pendingCount(client, 'refusedcap')) === 0 && rec.requests.length >= 400 ? true : undefined), 20000, 'all refused and acknowledged');
+  await eventually(async () => ((await backlogLen('refusedcap')) < 400 ? true : undefined), 5000, 'the cap trimmed');
+  const kept = await backlogLen('refusedcap');
+  const dropped = async () => Number(/^webhook_deadletter_dropped_total\{webhook="0",host="[^"]+"\} (\d+)$/m.exec((await request(`${base}/metrics`)).text)?.[1] ?? 0);
+  // every refused batch not in the backlog any more was trimmed before anyone replayed it: each counted and logged once
+  await eventually(async () => ((await dropped()) === 400 - kept ? true : undefined), 15000, `${400 - kept} drops counted`);
+  const logged = () => c.logs().filter((l) => l.msg === 'a backlog batch was trimmed by Webhooks:DeadLetterMaxLength before it was delivered').length;
+  await eventually(() => (logged() >= 400 - kept ? true : undefined), 5000, 'every drop logged'); // the log lines arrive through a pipe
+  expect(logged()).toBe(400 - kept);
+});
+
 it('a configuration change that replaces a webhook leaves its backlog for the operator: not redriven elsewhere; list, replay and purge', async () => {
   const a = await h.receiver(() => ({ status: 503 }));
   const b = await h.receiver();

@@ -1,4 +1,4 @@
-import { defer, EMPTY, exhaustMap, from, interval, mergeMap, type Observable, catchError, concat, tap, ignoreElements } from 'rxjs';
+import { defer, EMPTY, exhaustMap, from, interval, merge, mergeMap, type Observable, catchError, concat, tap, ignoreElements } from 'rxjs';
 import type { Webhook } from '../config/managed';
 import { urlHost } from '../config/urls';
 import { outboundOpenApi, outboundRoutes, webhooksRoute } from '../http/outbound';
@@ -69,6 +69,27 @@ const startPush = (ctx: ConnectorContext, board: WebhookStatus[]): Background =>
     }),
   );
 
+  const observers = settings.webhooks.map((webhook, index) =>
+    laneObserver(index, webhook, { log, metrics, board, backlogSize: () => backlogs[index]!.size() }),
+  );
+  /**
+   * Every backlog read again beside the loss check (CONTRACT 4.4): what other replicas added, what
+   * a previous run left, and what the cap trimmed (counted and logged as dropped, whatever the
+   * entry's reason) show whether or not the lane redrives.
+   */
+  const scanBacklogs$: Observable<never> = from(backlogs.map((b, i) => [b, i] as const)).pipe(
+    mergeMap(([b, i]) =>
+      b.pending().pipe(
+        tap(() => observers[i]!.backlogChanged()),
+        catchError((err: Error) => {
+          log.debug({ webhook: i, err: err.message }, 'reading the webhook backlog failed');
+          return EMPTY;
+        }),
+      ),
+    ),
+    ignoreElements(),
+  );
+
   const entries$ = from(reader.ready()).pipe(
     mergeMap(() => concat(checkLoss$, readUpdates$(port, {
       startFromLatest: startup.datastore.startFromLatest,
@@ -108,7 +129,7 @@ const startPush = (ctx: ConnectorContext, board: WebhookStatus[]): Background =>
           circuitThreshold: startup.webhooks.circuitFailureThreshold,
           probeIntervalMs: Math.round(startup.webhooks.probeIntervalSeconds * 1000),
           autoRedrive: startup.webhooks.autoRedrive,
-          observer: laneObserver(index, webhook, { log, metrics, board, backlogSize: () => backlogs[index]!.size() }),
+          observer: observers[index]!,
         }),
       state: {
         record: state.record,
@@ -141,7 +162,8 @@ const startPush = (ctx: ConnectorContext, board: WebhookStatus[]): Background =>
       if (!stopping) fail('push pipeline ended unexpectedly');
     },
   });
-  const monitor = interval(LOSS_CHECK_MS).pipe(exhaustMap(() => checkLoss$)).subscribe();
+  // the backlogs once at the start too, without holding up the stream's reading
+  const monitor = merge(scanBacklogs$, interval(LOSS_CHECK_MS).pipe(exhaustMap(() => merge(checkLoss$, scanBacklogs$)))).subscribe();
   log.info({ group, consumer: startup.datastore.consumerName, webhooks: settings.webhooks.length }, 'push pipeline started');
 
   return {

@@ -41,7 +41,7 @@ export const laneObserver = (
   index: number,
   w: Webhook,
   deps: { log: Logger; metrics: Metrics; board: WebhookStatus[]; backlogSize: () => number; now?: () => Date },
-): LaneObserver => {
+): LaneObserver & { readonly backlogChanged: () => void } => {
   const host = urlHost(w.url);
   const labels = { webhook: String(index), host };
   const status = deps.board[index]!;
@@ -69,7 +69,13 @@ export const laneObserver = (
     backlogGauge.set(status.backlog);
   };
   setState({ state: 'healthy', consecutiveFailures: 0, inFlight: 0, queued: 0 });
+  /** The backlog's size as the backlog now knows it: after an append, and after each periodic scan. */
+  const backlogChanged = () => {
+    status.backlog = deps.backlogSize();
+    backlogGauge.set(status.backlog);
+  };
   return {
+    backlogChanged,
     attempt: (r, n, seconds, willRetry) => {
       counter(attemptCounters, (result) => metrics.attempts.labels({ ...labels, result }), resultLabel(r)).inc();
       latency.observe(seconds);
@@ -84,6 +90,7 @@ export const laneObserver = (
       if (outcome === 'skipped') return;
       counter(deliveryCounters, (o) => metrics.deliveries.labels({ ...labels, outcome: o }), outcome).inc();
       if (outcome === 'deadlettered') {
+        backlogChanged();
         const kind = backlogReason ?? 'exhausted';
         metrics.deadLettered.inc({ ...labels, reason: METRIC_REASON[kind] });
         const line = { webhook: index, url: safeUrl(w.url), reason: kind, error: reason, attempts, webhookId: batch.webhookId, points: batch.size };

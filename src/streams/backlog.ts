@@ -16,7 +16,10 @@ import { compareIds, flatRecord } from './lossMonitor';
  * 3. Only the entries of the webhook's current index and URL, and only `exhausted`, `overflow` and
  *    `circuit` ones, are redriven automatically; `refused` ones wait for an operator.
  * 4. One replica at a time redrives (and probes) a webhook: a lease in Redis.
- * 5. An entry trimmed by the cap before it was delivered is reported once as dropped.
+ * 5. An entry of the webhook (its index and current URL, whatever its reason, `refused` included)
+ *    trimmed by the cap before it was delivered is reported once as dropped.
+ * 6. `size()` counts every entry of the webhook's backlog this replica knows of (any reason): the
+ *    ones it wrote, and the ones its scans found, less the ones it removed or found gone.
  */
 export type BacklogReason = 'exhausted' | 'overflow' | 'circuit' | 'refused';
 
@@ -28,6 +31,11 @@ export interface BacklogItem {
   readonly id: string;
   readonly webhookId: string;
   readonly attempts: number;
+}
+
+/** A backlog entry as the live backlog tracks it: with its reason, so that only some are redriven. */
+interface Known extends BacklogItem {
+  readonly redrivable: boolean;
 }
 
 export interface BacklogEntry extends BacklogItem {
@@ -110,12 +118,20 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
   const stream = deadLetterStream(o.connectorId);
   const url = safeUrl(o.url);
   const leaseKey = `connectors:${o.connectorId}:redrive-lease:${o.index}`;
-  const known = new Map<string, BacklogItem>();
+  const known = new Map<string, Known>();
+  /**
+   * IDs this replica removed (delivered, or re-appended) that a scan under way may still read:
+   * never added again. Forgotten once a scan's cursor has passed them (no later scan reads them).
+   */
+  const removed = new Set<string>();
   let cursor = '-';
-  const mine = (e: BacklogEntry) => e.webhook === o.index && e.url === url && REDRIVABLE.has(e.reason);
-  const add = (id: string, fields: readonly string[]) => {
-    const e = decodeBacklogEntry(id, fields);
-    if (mine(e)) known.set(id, { id, webhookId: e.webhookId, attempts: e.attempts });
+  const mine = (e: BacklogEntry) => e.webhook === o.index && e.url === url;
+  const track = (id: string, webhookId: string, attempts: number, reason: string) => {
+    if (!removed.has(id)) known.set(id, { id, webhookId, attempts, redrivable: REDRIVABLE.has(reason) });
+  };
+  const forget = (id: string) => {
+    known.delete(id);
+    removed.add(id);
   };
   const xadd = (batch: { webhookId: string; body: string }, reason: string, error: string, attempts: number) =>
     o.redis.xadd(
@@ -137,27 +153,38 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
     if (head !== null && compareIds(item.id, head) < 0) o.onDropped(item);
     return true;
   };
+  /**
+   * Reads what was appended since the last scan and reports what the cap trimmed. One at a time:
+   * a caller that comes while a scan runs gets that scan's result.
+   */
+  let scanning: Promise<void> | undefined;
+  const scan = (): Promise<void> =>
+    (scanning ??= (async () => {
+      for (;;) {
+        const page = (await o.redis.xrange(stream, cursor === '-' ? '-' : `(${cursor}`, '+', 'COUNT', 500)) as Array<[string, string[]]>;
+        for (const [id, fields] of page) {
+          const e = decodeBacklogEntry(id, fields);
+          if (mine(e)) track(id, e.webhookId, e.attempts, e.reason);
+        }
+        if (page.length > 0) cursor = page[page.length - 1]![0];
+        if (page.length < 500) break;
+      }
+      for (const id of removed) if (cursor !== '-' && compareIds(id, cursor) <= 0) removed.delete(id);
+      const head = await firstId();
+      for (const item of [...known.values()]) if (head === null || compareIds(item.id, head) < 0) await gone(item, head);
+    })().finally(() => (scanning = undefined)));
+  const redrivable = (): BacklogItem[] =>
+    [...known.values()].filter((k) => k.redrivable).map(({ id, webhookId, attempts }) => ({ id, webhookId, attempts })).sort(byStreamOrder);
   return {
     size: () => known.size,
     append: (batch, reason, error, attempts) =>
       persist(o.retryMs, async () => {
         const id = await xadd(batch, reason, error, attempts);
-        // known from the moment it is written: if the cap trims it before it is redriven, the next scan reports it
-        if (id !== null && REDRIVABLE.has(reason)) known.set(id, { id, webhookId: batch.webhookId, attempts });
+        // known from the moment it is written: if the cap trims it before it is delivered, a scan reports it
+        if (id !== null) track(id, batch.webhookId, attempts, reason);
         return id;
       }),
-    pending: () =>
-      defer(async () => {
-        for (;;) {
-          const page = (await o.redis.xrange(stream, cursor === '-' ? '-' : `(${cursor}`, '+', 'COUNT', 500)) as Array<[string, string[]]>;
-          for (const [id, fields] of page) add(id, fields);
-          if (page.length > 0) cursor = page[page.length - 1]![0];
-          if (page.length < 500) break;
-        }
-        const head = await firstId();
-        for (const item of [...known.values()]) if (head === null || compareIds(item.id, head) < 0) await gone(item, head);
-        return [...known.values()].sort(byStreamOrder);
-      }),
+    pending: () => defer(async () => (await scan(), redrivable())),
     fetch: (item) =>
       defer(async () => {
         const [entry] = (await o.redis.xrange(stream, item.id, item.id)) as Array<[string, string[]]>;
@@ -167,7 +194,7 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
     remove: (item) =>
       persist(o.retryMs, async () => {
         await o.redis.xdel(stream, item.id);
-        known.delete(item.id);
+        forget(item.id);
       }),
     failedAgain: (item, error, attempts) =>
       persist(o.retryMs, async () => {
@@ -181,8 +208,8 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
           'webhook', String(o.index), 'url', url, 'webhookId', e.webhookId, 'error', error, 'attempts', String(attempts), 'body', e.body, 'reason', e.reason,
         ).exec();
         const newId = replies?.[1]?.[1];
-        known.delete(item.id);
-        if (typeof newId === 'string') known.set(newId, { id: newId, webhookId: e.webhookId, attempts });
+        forget(item.id);
+        if (typeof newId === 'string') track(newId, e.webhookId, attempts, e.reason);
         return true;
       }),
     lease: () =>
