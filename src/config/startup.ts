@@ -28,6 +28,10 @@ export interface StartupSettings {
     /** CONTRACT 5.1.1: replicas that must acknowledge an inbound write before it is answered 200 (WAIT). */
     readonly waitReplicas: number;
     readonly waitTimeoutMilliseconds: number;
+    /** CONTRACT 6.6: start-up fails (exit 2) unless Redis's maxmemory_policy is noeviction. */
+    readonly requireNoEviction: boolean;
+    /** CONTRACT 6.6: how often the policy and the evictions are read (60 s). */
+    readonly memoryCheckIntervalMilliseconds: number;
   };
   readonly webhooks: {
     readonly batchWindowMilliseconds: number;
@@ -52,6 +56,8 @@ export interface StartupSettings {
     readonly maxBodyBytesInFlight: number;
     /** CONTRACT 5.1.1: how long an Idempotency-Key's answer is kept. */
     readonly idempotencyTtlSeconds: number;
+    /** Where the running connector records the address it listens on, for `rest-connector healthcheck`. */
+    readonly addressFile?: string;
   };
   readonly apiKeys: readonly string[];
 }
@@ -140,6 +146,9 @@ export const PARAMETERS = {
   waitReplicas: 'Datastore:WaitReplicas',
   waitTimeoutMilliseconds: 'Datastore:WaitTimeoutMilliseconds',
   idempotencyTtlSeconds: 'Http:IdempotencyTtlSeconds',
+  requireNoEviction: 'Datastore:RequireNoEviction',
+  memoryCheckIntervalMilliseconds: 'Datastore:MemoryCheckIntervalMilliseconds',
+  addressFile: 'Http:AddressFile',
   apiKeys: 'Authentication:ApiKeys',
 } as const;
 
@@ -207,6 +216,8 @@ export const loadStartupSettings = (
       ...optionalText(raw, P.tlsKeyFile, 'tlsKeyFile'),
       waitReplicas: get(param(raw, P.waitReplicas, nonNegativeInt, 0), 0),
       waitTimeoutMilliseconds: get(param(raw, P.waitTimeoutMilliseconds, millis, 1000), 1000),
+      requireNoEviction: get(param(raw, P.requireNoEviction, bool, false), false),
+      memoryCheckIntervalMilliseconds: get(param(raw, P.memoryCheckIntervalMilliseconds, millis, 60000), 60000),
     },
     webhooks: {
       batchWindowMilliseconds: get(param(raw, P.batchWindowMilliseconds, millis, 100), 100),
@@ -227,6 +238,7 @@ export const loadStartupSettings = (
       requestTimeoutMilliseconds: get(param(raw, P.requestTimeoutMilliseconds, millis, 30000), 30000),
       maxBodyBytesInFlight: get(param(raw, P.maxBodyBytesInFlight, positiveInt, 67108864), 67108864),
       idempotencyTtlSeconds: get(param(raw, P.idempotencyTtlSeconds, positiveInt, 86400), 86400),
+      ...optionalText(raw, P.addressFile, 'addressFile'),
     },
     apiKeys: get(param(raw, P.apiKeys, keyList, []), []),
   };

@@ -1,4 +1,5 @@
 import * as E from 'fp-ts/Either';
+import { isOutOfMemory } from '../datastoreErrors';
 import { parseJsonBody } from '../mapping/writtenNumbers';
 import type { DataRoute } from './app';
 import type { Redis } from 'ioredis';
@@ -37,6 +38,8 @@ export interface InboundDeps {
   readonly idempotencyTtlSeconds?: number;
   /** How long a first request's "pending" marker holds its key (it expires if the process dies). */
   readonly idempotencyLockMs?: number;
+  /** CONTRACT 6.6: told of every write refused with OOM, and of every write that succeeded (readiness). */
+  readonly outOfMemory?: { refused(write: string, error: string): void; written(): void };
 }
 
 /** Why a transaction did not answer 200: it was not applied, or nobody can tell (CONTRACT 5.1). */
@@ -48,9 +51,14 @@ export interface WriteFailure {
   readonly detail?: string;
   /** Applied on the master, not confirmed by enough replicas (CONTRACT 5.1.1). */
   readonly unconfirmed?: boolean;
+  /** Refused with OOM: nothing was written (CONTRACT 6.6). */
+  readonly outOfMemory?: boolean;
 }
 
 export const READ_ONLY_DETAIL = 'the data store node is a replica (a failover is under way); nothing was written';
+export const OUT_OF_MEMORY_DETAIL = 'the data store is out of memory (it refuses writes); nothing was written';
+/** CONTRACT 6.6: how long a client should wait before it retries a write refused for want of memory. */
+export const OUT_OF_MEMORY_RETRY_AFTER = '5';
 const unconfirmedDetail = (n: number, acked: number) =>
   `the write was applied on the master but not confirmed by ${n} replica${n === 1 ? '' : 's'} (${acked} confirmed in time); retry with the same Idempotency-Key to avoid writing twice`;
 
@@ -77,7 +85,11 @@ export const execAtomically = async (redis: Redis, commands: readonly Command[])
 };
 
 const failure = (error: string, unknown: boolean): WriteFailure =>
-  /READONLY/.test(error) ? { error, unknown: false, detail: READ_ONLY_DETAIL } : { error, unknown };
+  /READONLY/.test(error)
+    ? { error, unknown: false, detail: READ_ONLY_DETAIL }
+    : isOutOfMemory(error)
+      ? { error, unknown: false, detail: OUT_OF_MEMORY_DETAIL, outOfMemory: true }
+      : { error, unknown };
 
 /** CONTRACT 5.1.1: `WAIT n timeout` on the connection that wrote; Left unless n replicas have the write. */
 export const waitForReplicas = async (redis: Redis, n: number, timeoutMs: number): Promise<E.Either<WriteFailure, void>> => {
@@ -97,11 +109,18 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
   { method: 'post', path: '/api/datapoints', handler: async (req, res) => {
     const unavailable = (topic: string, f: WriteFailure, msg: string): void => {
       d.metrics.inboundWrites.inc({ outcome: f.unconfirmed ? 'unconfirmed' : 'failed' });
+      if (f.outOfMemory) d.outOfMemory?.refused('request', f.error);
       d.log.error(
         { topic, err: f.error, outcomeUnknown: f.unknown || undefined },
-        f.unknown ? 'the data store did not answer; the outcome of the write is unknown' : f.unconfirmed ? 'the write was not confirmed by enough replicas' : msg,
+        f.unknown
+          ? 'the data store did not answer; the outcome of the write is unknown'
+          : f.unconfirmed
+            ? 'the write was not confirmed by enough replicas'
+            : f.outOfMemory
+              ? 'the data store is out of memory; nothing was written'
+              : msg,
       );
-      sendProblem(res, 503, f.unknown ? OUTCOME_UNKNOWN_DETAIL : f.detail ?? NOT_CONNECTED);
+      sendProblem(res, 503, f.unknown ? OUTCOME_UNKNOWN_DETAIL : f.detail ?? NOT_CONNECTED, f.outOfMemory ? { 'Retry-After': OUT_OF_MEMORY_RETRY_AFTER } : {});
     };
     const receivedAt = d.now().toISOString();
     // every parameter of the raw query counts (CONTRACT 6.5): a second topic anywhere is refused
@@ -229,6 +248,7 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
         await release(written.left);
         return unavailable(topic, written.left, 'writing the data points failed; nothing was written');
       }
+      d.outOfMemory?.written();
       const confirmed = await confirm();
       if (E.isLeft(confirmed)) return unavailable(topic, confirmed.left, 'the write was not confirmed by enough replicas');
       d.metrics.inboundWrites.inc({ outcome: 'written' });
@@ -244,6 +264,7 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
       await release(recorded.left);
       return unavailable(topic, recorded.left, 'recording the mapping errors failed');
     }
+    d.outOfMemory?.written();
     d.metrics.inboundWrites.inc({ outcome: 'rejected' });
     // at most 20 failures in the line, and their count (a topic may have thousands of mappings)
     d.log.warn(
@@ -304,7 +325,7 @@ export const inboundOpenApi: OpenApiPart = {
           '413': jsonError('payload_too_large'),
           '415': jsonError('unsupported_media_type'),
           '422': { description: 'one or more mappings failed; nothing was written (or idempotency_key_reused: the key was used for another topic or body)', content: { 'application/json': { schema: { $ref: '#/components/schemas/InboundFailure' } } } },
-          '503': problem('connector inactive, data store not connected or read-only, outcome unknown, or not confirmed by Datastore:WaitReplicas replicas'),
+          '503': problem('connector inactive, data store not connected, read-only or out of memory (then with Retry-After), outcome unknown, or not confirmed by Datastore:WaitReplicas replicas'),
         },
       },
     },

@@ -2,7 +2,7 @@ import * as E from 'fp-ts/Either';
 import type { RedisOptions } from 'ioredis';
 import { defer, type Subscription } from 'rxjs';
 import { parseManagedSettings, DEFAULT_SETTINGS, settingsForLog, type ManagedSettings } from '../config/managed';
-import type { StartupSettings } from '../config/startup';
+import { PARAMETERS, type StartupSettings } from '../config/startup';
 import { createApp, type DataRoute } from '../http/app';
 import { makeMetrics, type Metrics } from '../http/metrics';
 import { openApiDocument, type OpenApiPart } from '../http/openapi';
@@ -10,6 +10,7 @@ import { watchConfig$ } from '../streams/watchConfig';
 import { VERSION } from '../version';
 import { connectDatastore, type Datastore } from './datastore';
 import type { Logger } from './logger';
+import { watchMemory, type MemoryReading, type OutOfMemory } from './memory';
 import { listenAll, type Listening } from './servers';
 import { onStopSignal } from './signals';
 
@@ -25,6 +26,8 @@ export interface ConnectorContext {
   readonly redisOptions: RedisOptions;
   readonly log: Logger;
   readonly metrics: Metrics;
+  /** Writes refused with OOM, as readiness reports them (CONTRACT 6.6). */
+  readonly outOfMemory: OutOfMemory;
 }
 
 export interface Background {
@@ -58,7 +61,7 @@ export const makeApp = (
     apiKeys: ctx.startup.apiKeys,
     isConnected: ctx.datastore.isConnected,
     isActive: () => ctx.settings.isActive,
-    failure: () => failure() ?? (ctx.datastore.stalled() ? 'data store is not answering (stalled)' : undefined),
+    failure: () => failure() ?? ctx.outOfMemory.reason() ?? (ctx.datastore.stalled() ? 'data store is not answering (stalled)' : undefined),
     dataRoutes: parts.dataRoutes,
     openapi: () => openApiDocument(`rest-connectors ${kind}`, VERSION, ctx.startup.apiKeys.length > 0, addresses(), parts.openapi),
   });
@@ -81,6 +84,26 @@ const loadConfigText = async (ds: Datastore, key: string, log: Logger): Promise<
       await new Promise((r) => setTimeout(r, 200));
     }
   }
+};
+
+/** The first memory reading, tried again while the connection comes and goes. */
+const firstReading = async (ds: Datastore, read: () => Promise<MemoryReading>): Promise<MemoryReading> => {
+  for (;;) {
+    await ds.ready();
+    try {
+      return await read();
+    } catch {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+};
+
+/** CONTRACT 6.6: with `Datastore:RequireNoEviction`, anything but a readable `noeviction` stops the start (exit 2). */
+const noEvictionRequired = (startup: StartupSettings, r: MemoryReading): string | undefined => {
+  if (!startup.datastore.requireNoEviction || r.policy === 'noeviction') return undefined;
+  return r.policy === null
+    ? `${PARAMETERS.requireNoEviction} is true, but Redis's maxmemory_policy cannot be read (${r.unknownWhy ?? 'unknown'}); allow INFO, or set it to false`
+    : `${PARAMETERS.requireNoEviction} is true, but Redis's maxmemory_policy is ${r.policy}: Redis may evict connector data (set maxmemory-policy noeviction)`;
 };
 
 /**
@@ -134,8 +157,18 @@ export const runConnector = async (
   log.info({ key, ...settingsForLog(settings) }, 'configuration loaded');
 
   const metrics = makeMetrics({ kind, id: startup.id, version: VERSION });
+  // CONTRACT 6.6: Redis's eviction policy, read before the connector serves anything
+  const memory = watchMemory({ redis: datastore.client, intervalMs: startup.datastore.memoryCheckIntervalMilliseconds, log, metrics });
+  const reading = await Promise.race([firstReading(datastore, memory.first), signal]);
+  const refusal = reading === 'signal' ? undefined : noEvictionRequired(startup, reading);
+  if (reading === 'signal' || refusal !== undefined) {
+    memory.stop();
+    await datastore.close();
+    detachSignals();
+    return reading === 'signal' ? { code: 0 } : { code: 2, message: refusal };
+  }
   const connectedSub = datastore.connected$.subscribe((c) => metrics.datastoreConnected.set(c ? 1 : 0));
-  const ctx: ConnectorContext = { startup, settings, datastore, redisOptions, log, metrics };
+  const ctx: ConnectorContext = { startup, settings, datastore, redisOptions, log, metrics, outOfMemory: memory.outOfMemory };
   const parts = build(ctx);
   let listening: Listening | undefined;
   let failure: string | undefined;
@@ -149,6 +182,7 @@ export const runConnector = async (
     });
   } catch (err) {
     connectedSub.unsubscribe();
+    memory.stop();
     await datastore.close();
     detachSignals();
     return { code: 2, message: `cannot listen on ${settings.hostUrls.map((h) => h.url).join(', ')}: ${(err as Error).message}` };
@@ -190,6 +224,7 @@ export const runConnector = async (
   const deadline = Date.now() + GRACE_MS;
   await Promise.all([listening.close(GRACE_MS), background?.stop(deadline)]);
   connectedSub.unsubscribe();
+  memory.stop();
   await datastore.close();
   detachSignals();
   log.info('stopped');

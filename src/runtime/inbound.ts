@@ -55,6 +55,7 @@ export const buildInbound = (ctx: ConnectorContext): ConnectorParts => {
       writer,
       idempotencyTtlSeconds: ctx.startup.http.idempotencyTtlSeconds,
       idempotencyLockMs: 2 * d.commandTimeoutMilliseconds,
+      outOfMemory: ctx.outOfMemory,
     }),
     openapi: inboundOpenApi,
     ...(writers.length > 0 ? { start: () => ({ stop: async () => void (await Promise.all(writers.map((w) => w.close()))) }) } : {}),

@@ -12,7 +12,10 @@ import { redisDeliveryState } from '../streams/deliveryState';
 import { groupName, redisStreamPort } from '../streams/redisPort';
 import { axiosPostBatch } from '../streams/webhookClient';
 import { VERSION } from '../version';
+import { isOutOfMemory } from '../datastoreErrors';
+import type { Metrics } from '../http/metrics';
 import type { Background, ConnectorContext, ConnectorParts } from './connector';
+import type { Logger } from './logger';
 import { connectDatastore } from './datastore';
 import { laneObserver, makeStatusBoard, type WebhookStatus } from './webhookStatus';
 
@@ -20,6 +23,29 @@ import { laneObserver, makeStatusBoard, type WebhookStatus } from './webhookStat
 export const webhookHost = (w: Webhook): string => urlHost(w.url);
 
 const LOSS_CHECK_MS = 5000;
+/** CONTRACT 6.6: a write that keeps failing is logged at most this often per kind and cause. */
+const WRITE_FAILURE_LOG_MS = 60_000;
+
+/**
+ * The push side's writes that must land (delivery records, backlog entries, acknowledgements) are
+ * retried until they do, and what waits on them stays pending meanwhile: this says why, at most
+ * once a minute per kind of write and cause, and counts every refusal for want of memory.
+ */
+export const writeFailureLog = (log: Logger, metrics: Metrics, now: () => number = Date.now) => {
+  const last = new Map<string, number>();
+  return (write: string, err: unknown): void => {
+    const message = err instanceof Error ? err.message : String(err);
+    const oom = isOutOfMemory(message);
+    if (oom) metrics.outOfMemory.inc({ write: write.replace(/ \(.*\)$/, '').replace(/ /g, '_') });
+    const key = `${write} ${oom ? 'oom' : 'other'}`;
+    const t = now();
+    const previous = last.get(key);
+    if (previous !== undefined && t - previous < WRITE_FAILURE_LOG_MS) return;
+    last.set(key, t);
+    if (oom) log.error({ write, err: message }, `the data store is out of memory: cannot write the ${write}; nothing is acknowledged meanwhile, and the write is retried until Redis takes it`);
+    else log.warn({ write, err: message }, `cannot write the ${write}; its entries stay pending (never acknowledged) and the write is retried`);
+  };
+};
 
 const startPush = (ctx: ConnectorContext, board: WebhookStatus[]): Background => {
   const { startup, settings, metrics } = ctx;
@@ -27,7 +53,8 @@ const startPush = (ctx: ConnectorContext, board: WebhookStatus[]): Background =>
   const retryMs = Math.round(startup.datastore.connectionRetrySeconds * 1000);
   const group = groupName(startup.id);
   const reader = connectDatastore(ctx.redisOptions, startup.datastore.connectionRetrySeconds, log, 'stream-reader');
-  const state = redisDeliveryState(ctx.datastore.client, startup.id, group, retryMs);
+  const writeFailed = writeFailureLog(log, metrics);
+  const state = redisDeliveryState(ctx.datastore.client, startup.id, group, retryMs, writeFailed);
   const port = redisStreamPort(reader.client, startup.id, startup.datastore.consumerName, state);
   const http = axiosPostBatch(startup.webhooks.timeoutMilliseconds, `rest-connectors/${VERSION}`);
   const redis = ctx.datastore.client;
@@ -62,6 +89,7 @@ const startPush = (ctx: ConnectorContext, board: WebhookStatus[]): Background =>
       redis, connectorId: startup.id, consumer: startup.datastore.consumerName, index, url: w.url,
       maxLength: startup.webhooks.deadLetterMaxLength, retryMs,
       leaseMs: Math.max(10_000, Math.round(startup.webhooks.probeIntervalSeconds * 3000)),
+      onWriteError: (err) => writeFailed('backlog', err),
       onDropped: (item) => {
         metrics.deadLetterDropped.inc({ webhook: String(index), host: webhookHost(w) });
         log.error({ webhook: index, host: webhookHost(w), webhookId: item.webhookId, deadLetterId: item.id }, 'a backlog batch was trimmed by Webhooks:DeadLetterMaxLength before it was delivered');
@@ -100,7 +128,11 @@ const startPush = (ctx: ConnectorContext, board: WebhookStatus[]): Background =>
       claimEveryMs: startup.datastore.claimIntervalMilliseconds,
       isStopping: () => stopping,
       isInFlight: (id) => inFlight.has(id),
-      onError: (err) => log.warn({ err: (err as Error).message, retryInSeconds: startup.datastore.connectionRetrySeconds }, 'reading process:updates failed; retrying'),
+      // XREADGROUP is a write to Redis (it moves the group): refused while Redis is out of memory
+      onError: (err) =>
+        isOutOfMemory((err as Error).message)
+          ? writeFailed('consumer group (XREADGROUP)', err)
+          : log.warn({ err: (err as Error).message, retryInSeconds: startup.datastore.connectionRetrySeconds }, 'reading process:updates failed; retrying'),
       onClaim: (from, into, count, idleMs) => log.warn({ group, from, into, count, idleSeconds: Math.round(idleMs / 1000) }, 'claimed the pending entries of a consumer that stopped reading'),
     }))),
     tap((chunk) => {

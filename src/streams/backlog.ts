@@ -1,8 +1,9 @@
 import type { Redis } from 'ioredis';
-import { defer, type Observable, retry, timer } from 'rxjs';
+import { defer, type Observable } from 'rxjs';
 import { safeUrl } from '../config/urls';
 import type { Batch } from './batches';
 import { compareIds, flatRecord } from './lossMonitor';
+import { persist } from './persist';
 
 /**
  * A webhook's backlog (CONTRACT 4.4): its dead-lettered batches, kept in the dead-letter stream
@@ -92,8 +93,6 @@ export const byStreamOrder = (a: BacklogItem, b: BacklogItem): number => {
   return compareIds(fa, fb) || compareIds(a.id, b.id);
 };
 
-const persist = <A>(retryMs: number, write: () => Promise<A>): Observable<A> => defer(write).pipe(retry({ delay: () => timer(retryMs) }));
-
 export interface RedisBacklogOptions {
   readonly redis: Redis;
   readonly connectorId: string;
@@ -105,6 +104,8 @@ export interface RedisBacklogOptions {
   readonly leaseMs: number;
   /** Called once for every entry of this webhook found trimmed by the cap before it was delivered. */
   readonly onDropped: (item: BacklogItem) => void;
+  /** Called on every failed write (retried until it lands): an append, a removal, a re-append. */
+  readonly onWriteError?: (err: unknown) => void;
 }
 
 /**
@@ -118,6 +119,7 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
   const stream = deadLetterStream(o.connectorId);
   const url = safeUrl(o.url);
   const leaseKey = `connectors:${o.connectorId}:redrive-lease:${o.index}`;
+  const persistHere = <A>(write: () => Promise<A>) => persist(o.retryMs, write, o.onWriteError);
   const known = new Map<string, Known>();
   /**
    * IDs this replica removed (delivered, or re-appended) that a scan under way may still read:
@@ -178,7 +180,7 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
   return {
     size: () => known.size,
     append: (batch, reason, error, attempts) =>
-      persist(o.retryMs, async () => {
+      persistHere(async () => {
         const id = await xadd(batch, reason, error, attempts);
         // known from the moment it is written: if the cap trims it before it is delivered, a scan reports it
         if (id !== null) track(id, batch.webhookId, attempts, reason);
@@ -192,12 +194,12 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
         return entry === undefined ? null : decodeBacklogEntry(item.id, entry[1]).body;
       }),
     remove: (item) =>
-      persist(o.retryMs, async () => {
+      persistHere(async () => {
         await o.redis.xdel(stream, item.id);
         forget(item.id);
       }),
     failedAgain: (item, error, attempts) =>
-      persist(o.retryMs, async () => {
+      persistHere(async () => {
         const [entry] = (await o.redis.xrange(stream, item.id, item.id)) as Array<[string, string[]]>;
         if (entry === undefined) return gone(item);
         const e = decodeBacklogEntry(item.id, entry[1]);

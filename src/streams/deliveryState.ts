@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
-import { defer, map, type Observable, retry, timer } from 'rxjs';
+import { defer, map, type Observable } from 'rxjs';
 import { safeUrl } from '../config/urls';
 import { UPDATES_STREAM } from '../mapping/types';
+import { persist } from './persist';
 import { compareIds } from './lossMonitor';
 
 /**
@@ -83,10 +84,16 @@ export const decodeRecords = (hash: Record<string, string>): Map<string, BatchRe
   return records;
 };
 
-/** Retries every `retryMs` while the data store is away (until unsubscribed, e.g. by the stop deadline). */
-const persist = <A>(retryMs: number, write: () => Promise<A>): Observable<A> => defer(write).pipe(retry({ delay: () => timer(retryMs) }));
-
-export const redisDeliveryState = (redis: Redis, connectorId: string, group: string, retryMs: number): DeliveryState => {
+/**
+ * Every write retries every `retryMs` while it fails — the data store away, or out of memory
+ * (CONTRACT 6.6) — until it lands or is unsubscribed (e.g. by the stop deadline); `onWriteError`
+ * hears of each failure, with the kind of write.
+ */
+export const redisDeliveryState = (
+  redis: Redis, connectorId: string, group: string, retryMs: number, onWriteError: (write: 'delivery record' | 'acknowledgement', err: unknown) => void = () => undefined,
+): DeliveryState => {
+  const recordWrite = <A>(write: () => Promise<A>) => persist(retryMs, write, (err) => onWriteError('delivery record', err));
+  const ackWrite = <A>(write: () => Promise<A>) => persist(retryMs, write, (err) => onWriteError('acknowledgement', err));
   const key = batchesKey(connectorId);
   /** Marks loaded for a batch that the current configuration does not know (removed webhooks): deleted with it. */
   const loadedMarks = new Map<string, readonly string[]>();
@@ -99,10 +106,10 @@ export const redisDeliveryState = (redis: Redis, connectorId: string, group: str
           return records;
         }),
       ),
-    record: (ids) => persist(retryMs, () => redis.hset(key, ids[0]!, ids[ids.length - 1]!)),
-    markDone: (first, webhook) => persist(retryMs, () => redis.hset(key, `${first}|${webhook}`, '1')),
+    record: (ids) => recordWrite(() => redis.hset(key, ids[0]!, ids[ids.length - 1]!)),
+    markDone: (first, webhook) => recordWrite(() => redis.hset(key, `${first}|${webhook}`, '1')),
     ack: (first, ids, keys) =>
-      persist(retryMs, async () => {
+      ackWrite(async () => {
         const tx = redis.multi();
         if (ids.length > 0) tx.xack(UPDATES_STREAM, group, ...ids);
         if (first !== null) {

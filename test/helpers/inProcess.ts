@@ -8,6 +8,7 @@ import { VERSION } from '../../src/version';
 import { makeApp, type ConnectorContext, type ConnectorParts, type ConnectorKind } from '../../src/runtime/connector';
 import { connectDatastore } from '../../src/runtime/datastore';
 import { makeLogger } from '../../src/runtime/logger';
+import { watchMemory } from '../../src/runtime/memory';
 import { listenAll } from '../../src/runtime/servers';
 import type { TestRedis } from './redis';
 
@@ -51,7 +52,9 @@ export const startInProcess = async (
   const redisOptions = toRedisOptions(target.right);
   const datastore = connectDatastore({ ...redisOptions, commandTimeout: startup.right.datastore.commandTimeoutMilliseconds }, startup.right.datastore.connectionRetrySeconds, log);
   await datastore.ready();
-  const ctx: ConnectorContext = { startup: startup.right, settings: decoded.right, datastore, redisOptions, log, metrics: makeMetrics({ kind, id: startup.right.id, version: VERSION }) };
+  const metrics = makeMetrics({ kind, id: startup.right.id, version: VERSION });
+  const memory = watchMemory({ redis: datastore.client, intervalMs: startup.right.datastore.memoryCheckIntervalMilliseconds, log, metrics });
+  const ctx: ConnectorContext = { startup: startup.right, settings: decoded.right, datastore, redisOptions, log, metrics, outOfMemory: memory.outOfMemory };
   const parts = build(ctx);
   let addresses: readonly string[] = [];
   const listening = await listenAll(makeApp(kind, ctx, parts, () => addresses), [{ url: 'http://127.0.0.1:0', host: '127.0.0.1', port: 0 }]);
@@ -63,6 +66,7 @@ export const startInProcess = async (
     logs: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>),
     close: async () => {
       await Promise.all([listening.close(2000), background?.stop(Date.now() + 2000)]);
+      memory.stop();
       await datastore.close();
     },
   };
