@@ -4,6 +4,8 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  // the image smoke test needs a container engine: `npm run test:image` (jest.image.config.js)
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/image/'],
   // Each test file starts its own redis-server; two workers match the two cores.
   maxWorkers: 2,
   testTimeout: 60000,

@@ -10,6 +10,7 @@ import { parseConnectionString, toRedisOptions, type TlsFiles } from './config/c
 import { parseManagedSettings, type ManagedSettings } from './config/managed';
 import { collectRaw, loadStartupSettings, PARAMETERS, type StartupSettings } from './config/startup';
 import { parseTime, runDeadletter } from './deadletterCommands';
+import { addressFileSetting, healthcheck } from './healthcheck';
 import { applyMappings } from './mapping/apply';
 import { byTopic } from './mapping/commands';
 import { failureBody } from './mapping/responses';
@@ -35,6 +36,8 @@ Usage:
   rest-connector deadletter replay --id ID [--webhook N] [--since T]
   rest-connector deadletter purge --id ID [--webhook N] [--before T]
                                           the webhooks' backlogs (T: ISO 8601 or Unix seconds)
+  rest-connector healthcheck              probe /health/live where the running connector listens
+                                          (Http:AddressFile); exit 0 healthy, 1 not
   rest-connector --version | --help       (each command also takes --help)
 
 Startup parameters come from ./appsettings.json and environment variables (see README).`,
@@ -73,6 +76,12 @@ deletes what was delivered. Prints "delivered N, failed M"; exit 1 when any fail
   'deadletter purge': `Usage: rest-connector deadletter purge --id ID [--webhook N] [--before T]
 
 Deletes the selected entries (all of them without --webhook and --before). Prints "purged N".`,
+  healthcheck: `Usage: rest-connector healthcheck
+
+Reads the address file (startup parameter Http:AddressFile) that a running connector writes once it
+listens, and asks /health/live there (2 s at most). Exit 0 when it answers 200; 1 when there is no
+record, the process that wrote it is gone, or /health/live does not answer 200 (the reason on
+stderr); 2 when Http:AddressFile is not set. The image's HEALTHCHECK runs the same check.`,
   'mappings test': `Usage: rest-connector mappings test FILE --topic T PAYLOAD.json
 
 Applies the mappings of topic T in the settings FILE to the JSON object in PAYLOAD.json and
@@ -338,6 +347,17 @@ export const main = async (argv: string[], io: Io): Promise<Outcome> => {
       return mappingsCommand(args, io);
     case 'deadletter':
       return deadletterCommand(args, io);
+    case 'healthcheck': {
+      if (args.includes('--help')) {
+        io.out(HELP.healthcheck!);
+        return { code: 0 };
+      }
+      if (args.length > 0) return usage(io, `unexpected argument '${args[0]}'`, HELP.healthcheck!);
+      const result = await healthcheck(addressFileSetting());
+      if (result.code !== 0) return result;
+      io.out(result.message);
+      return { code: 0 };
+    }
     default:
       return usage(io, `unknown command '${command}'`, HELP.main!);
   }

@@ -15,6 +15,7 @@ describe('startup parameters', () => {
           connectionRetrySeconds: 2, streamPollIntervalMilliseconds: 500, startFromLatest: true,
           configPollIntervalMilliseconds: 1000, streamMaxLength: 100000, consumerName: 'host-a',
           claimIdleMilliseconds: 60000, claimIntervalMilliseconds: 30000, commandTimeoutMilliseconds: 5000, waitReplicas: 0, waitTimeoutMilliseconds: 1000,
+          requireNoEviction: false, memoryCheckIntervalMilliseconds: 60000,
         },
         webhooks: {
           batchWindowMilliseconds: 100, batchMaxSize: 1000, timeoutMilliseconds: 10000, maxAttempts: 5, maxInFlight: 4,

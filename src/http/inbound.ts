@@ -111,14 +111,8 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
       d.metrics.inboundWrites.inc({ outcome: f.unconfirmed ? 'unconfirmed' : 'failed' });
       if (f.outOfMemory) d.outOfMemory?.refused('request', f.error);
       d.log.error(
-        { topic, err: f.error, outcomeUnknown: f.unknown || undefined },
-        f.unknown
-          ? 'the data store did not answer; the outcome of the write is unknown'
-          : f.unconfirmed
-            ? 'the write was not confirmed by enough replicas'
-            : f.outOfMemory
-              ? 'the data store is out of memory; nothing was written'
-              : msg,
+        { topic, err: f.error, outcomeUnknown: f.unknown || undefined, outOfMemory: f.outOfMemory },
+        f.unknown ? 'the data store did not answer; the outcome of the write is unknown' : f.unconfirmed ? 'the write was not confirmed by enough replicas' : msg,
       );
       sendProblem(res, 503, f.unknown ? OUTCOME_UNKNOWN_DETAIL : f.detail ?? NOT_CONNECTED, f.outOfMemory ? { 'Retry-After': OUT_OF_MEMORY_RETRY_AFTER } : {});
     };

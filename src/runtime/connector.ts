@@ -1,8 +1,10 @@
 import * as E from 'fp-ts/Either';
 import type { RedisOptions } from 'ioredis';
+import type { AddressInfo } from 'node:net';
 import { defer, type Subscription } from 'rxjs';
 import { parseManagedSettings, DEFAULT_SETTINGS, settingsForLog, type ManagedSettings } from '../config/managed';
 import { PARAMETERS, type StartupSettings } from '../config/startup';
+import { localUrls, removeAddressFile, writeAddressFile } from '../healthcheck';
 import { createApp, type DataRoute } from '../http/app';
 import { makeMetrics, type Metrics } from '../http/metrics';
 import { openApiDocument, type OpenApiPart } from '../http/openapi';
@@ -188,6 +190,15 @@ export const runConnector = async (
     return { code: 2, message: `cannot listen on ${settings.hostUrls.map((h) => h.url).join(', ')}: ${(err as Error).message}` };
   }
   log.info({ addresses: listening.addresses }, `${kind} connector listening`);
+  const addressFile = startup.http.addressFile;
+  if (addressFile !== undefined) {
+    // for `rest-connector healthcheck` (the image's HEALTHCHECK): where this process really listens
+    try {
+      writeAddressFile(addressFile, { pid: process.pid, kind, urls: localUrls(listening.servers[0]!.address() as AddressInfo) });
+    } catch (err) {
+      log.error({ file: addressFile, err: (err as Error).message }, 'cannot record the listen address for the healthcheck (Http:AddressFile): the healthcheck will fail');
+    }
+  }
   const background = parts.start?.();
 
   let stopWatch: () => void = () => undefined;
@@ -223,6 +234,7 @@ export const runConnector = async (
   stopWatch();
   const deadline = Date.now() + GRACE_MS;
   await Promise.all([listening.close(GRACE_MS), background?.stop(deadline)]);
+  if (addressFile !== undefined) removeAddressFile(addressFile, process.pid);
   connectedSub.unsubscribe();
   memory.stop();
   await datastore.close();

@@ -1,0 +1,106 @@
+import { existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { collectRaw, PARAMETERS } from './config/startup';
+
+/**
+ * `rest-connector healthcheck` (the image's HEALTHCHECK): probes `/health/live` at the address the
+ * running connector actually listens on, whatever its `hostUrls` say. A connector started with
+ * `Http:AddressFile` records there, once it listens, its process ID and where a local client
+ * reaches its first listener; the check reads that file. This file loads nothing of the connector
+ * but the startup parameters' reader: the check runs every few seconds, in a fresh process.
+ *
+ * Exit status: 0 healthy; 1 unhealthy (no record, a record of a process that is gone, no answer
+ * or not 200 within the timeout), with the reason on stderr; 2 usage (no address file set).
+ */
+export interface AddressRecord {
+  readonly pid: number;
+  readonly kind: string;
+  /** Where a client on this machine (or in this container) reaches the listener, in order. */
+  readonly urls: readonly string[];
+}
+
+/** How a local client reaches a listener bound to this address: the loopback for a wildcard. */
+export const localUrls = (a: AddressInfo): string[] => {
+  if (a.address === '0.0.0.0') return [`http://127.0.0.1:${a.port}`];
+  if (a.address === '::') return [`http://127.0.0.1:${a.port}`, `http://[::1]:${a.port}`];
+  return [a.family === 'IPv6' ? `http://[${a.address}]:${a.port}` : `http://${a.address}:${a.port}`];
+};
+
+/** Written whole or not at all (a temporary file renamed over it): the check never reads half a record. */
+export const writeAddressFile = (path: string, record: AddressRecord): void => {
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(record)}\n`);
+  renameSync(tmp, path);
+};
+
+/** Removed on a graceful stop, if it is still this process's record. */
+export const removeAddressFile = (path: string, pid: number): void => {
+  try {
+    if ((JSON.parse(readFileSync(path, 'utf8')) as AddressRecord).pid === pid) unlinkSync(path);
+  } catch {
+    /* gone already, or another's */
+  }
+};
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+const live = (url: string, timeoutMs: number): Promise<string | undefined> =>
+  new Promise((resolve) => {
+    const req = get(`${url}/health/live`, { timeout: timeoutMs, agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200 ? undefined : `${url}/health/live answered ${res.statusCode}`);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', (err) => resolve(`${url}/health/live: ${err.message}`));
+  });
+
+export const healthcheck = async (file: string | undefined, timeoutMs = 2000): Promise<{ code: number; message: string }> => {
+  if (file === undefined || file.trim() === '') return { code: 2, message: 'Http:AddressFile is not set: the connector records no address to check' };
+  let record: AddressRecord;
+  try {
+    record = JSON.parse(readFileSync(file, 'utf8')) as AddressRecord;
+    if (!Number.isInteger(record.pid) || !Array.isArray(record.urls) || record.urls.length === 0) throw new Error('not an address record');
+  } catch (err) {
+    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT' || !existsSync(file);
+    return {
+      code: 1,
+      message: missing
+        ? `no address recorded at ${file}: the connector is not listening yet, or cannot write there`
+        : `${file}: ${(err as Error).message}`,
+    };
+  }
+  if (!alive(record.pid)) return { code: 1, message: `the ${record.kind} connector that recorded ${file} (process ${record.pid}) is gone` };
+  const failures: string[] = [];
+  for (const url of record.urls) {
+    const failure = await live(url, timeoutMs);
+    if (failure === undefined) return { code: 0, message: `${record.kind} connector live at ${url}` };
+    failures.push(failure);
+  }
+  return { code: 1, message: failures.join('; ') };
+};
+
+/** The address file's path from the startup parameters (`appsettings.json`, then the environment). */
+export const addressFileSetting = (env: NodeJS.ProcessEnv = process.env): string | undefined => {
+  let appsettings: unknown = {};
+  try {
+    appsettings = JSON.parse(readFileSync('appsettings.json', 'utf8'));
+  } catch {
+    /* absent or unreadable: the environment alone (the connector itself reports a bad file) */
+  }
+  return collectRaw(appsettings, env).get(PARAMETERS.addressFile.toLowerCase());
+};
+
+if (require.main === module) {
+  void healthcheck(addressFileSetting()).then(({ code, message }) => {
+    (code === 0 ? process.stdout : process.stderr).write(`${message}\n`);
+    process.exit(code);
+  });
+}
