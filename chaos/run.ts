@@ -4,9 +4,20 @@
  * A private redis-server (append-only, fsync always), a producer appending numbered entries at a
  * steady rate, three webhook receivers — healthy, flapping (503s, connection resets, hangs), slow —
  * and the built outbound connector, supervised like an orchestrator would (restarted when it
- * exits). Meanwhile, from a seeded schedule: SIGKILL and SIGTERM of the connector, configuration
- * changes, SIGKILL and restart of Redis, a second replica that joins and is SIGKILLed. Then the
- * faults stop, every receiver is healthy, and the run waits until they have every entry.
+ * exits); beside it the built inbound connector, supervised too, taking numbered POSTs of three
+ * mappings each. The connectors reach Redis through a TCP proxy of the run's own, and the flapping
+ * receiver is reached through another. Meanwhile, from a seeded schedule in which every kind comes
+ * at least once: SIGKILL and SIGTERM of the connectors, configuration changes, SIGKILL and restart
+ * of Redis, a second replica that joins and is SIGKILLed, Redis out of memory for a while
+ * (`maxmemory` lowered, `noeviction`), a partition that neither answers nor resets (the proxy stops
+ * forwarding, both ways, then goes on) between the connectors and Redis and between the outbound
+ * connector and a webhook, and a slow Redis (the proxy delays every chunk). Then the faults stop,
+ * every receiver is healthy, and the run waits until they have every entry.
+ *
+ * The inbound side is checked too: no POST answered 200 whose three entries are not all in
+ * process:updates (no acknowledged write lost), no POST with some but not all of its entries there
+ * or keys holding values of two POSTs (no partial write), and every acknowledged POST's points at
+ * every receiver.
  *
  * Printed per receiver: produced, received, lost, raw duplicates, duplicates left after
  * de-duplication by webhook-id, ids seen with two contents, and where raw duplicates came from (a
@@ -14,16 +25,19 @@
  * 2 s before the first: requests it had already sent still arrive), "after
  * a timeout" when the receiver answered its first copy only after the connector had given up on it).
  * Exit status 0 when lost, duplicates after de-duplication and ids with two contents are 0
- * everywhere and the healthy receiver's raw duplicates all follow a SIGKILL; 1 otherwise.
+ * everywhere, the healthy receiver's raw duplicates all follow a SIGKILL, and the inbound checks
+ * hold; 1 otherwise.
  *
  * Environment: CHAOS_SECONDS (fault period, default 300), CHAOS_SEED (default: random, printed),
  * CHAOS_RATE (entries/s, default 1500), CHAOS_CLAIM_IDLE_MS (default 60000, the contract's),
- * CHAOS_SETTLE_SECONDS (default 240), CHAOS_FAULT_GAP_MS (pause between faults, `min,max`, default 3000,9000).
+ * CHAOS_SETTLE_SECONDS (default 240), CHAOS_FAULT_GAP_MS (pause between faults, `min,max`, default 3000,9000),
+ * CHAOS_POST_RATE (inbound POSTs/s, default 50).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { Agent, createServer, request as httpRequest, type Server } from 'node:http';
+import { createServer as createTcpServer, connect as tcpConnect, type Server as TcpServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -37,7 +51,12 @@ const RATE = Number(process.env.CHAOS_RATE ?? 1500);
 const CLAIM_IDLE_MS = Number(process.env.CHAOS_CLAIM_IDLE_MS ?? 60000);
 const SETTLE_SECONDS = Number(process.env.CHAOS_SETTLE_SECONDS ?? 240);
 const [GAP_MIN, GAP_MAX] = (process.env.CHAOS_FAULT_GAP_MS ?? '3000,9000').split(',').map(Number) as [number, number];
+const POST_RATE = Number(process.env.CHAOS_POST_RATE ?? 50);
 const ID = 'chaos';
+const INBOUND_ID = 'chaos-in';
+/** The inbound connector's points: casdu 2, ioa 1..3, the POST's number as value. */
+const INBOUND_CASDU = 2;
+const INBOUND_IOAS = [1, 2, 3];
 const TIMEOUT_MS = 3000;
 const KILL_SLACK_MS = 2000;
 
@@ -76,6 +95,79 @@ const killRedis = (): Promise<void> =>
     p.kill('SIGKILL');
   });
 
+// --- proxies: partitions and latency -------------------------------------------------------------
+
+/**
+ * A TCP proxy to `127.0.0.1:target`. `paused`: nothing is forwarded either way, and nothing is
+ * reset — what a network partition looks like to both ends (TCP keeps retransmitting; once it
+ * heals, what was sent arrives). `delayMs`: every chunk is held this long, in order — a slow link.
+ */
+interface Proxy {
+  readonly port: number;
+  paused: boolean;
+  delayMs: number;
+  /** Forwards what was held back (after a pause, or a delay taken away). */
+  flush(): void;
+  close(): Promise<void>;
+}
+
+const startProxy = async (target: () => number): Promise<Proxy> => {
+  const valves = new Set<() => void>();
+  const sockets = new Set<Socket>();
+  const proxy: Proxy = {
+    port: 0, paused: false, delayMs: 0,
+    flush: () => valves.forEach((v) => v()),
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+  /** One direction: chunks queued with their arrival time, written in order when let through. */
+  const valve = (to: Socket) => {
+    const queue: Array<{ chunk: Buffer; at: number }> = [];
+    let timer: NodeJS.Timeout | undefined;
+    const drain = () => {
+      timer = undefined;
+      while (queue.length > 0 && !proxy.paused && !to.destroyed) {
+        const wait = queue[0]!.at + proxy.delayMs - Date.now();
+        if (wait > 0) {
+          timer = setTimeout(drain, wait);
+          return;
+        }
+        to.write(queue.shift()!.chunk);
+      }
+    };
+    const push = (chunk: Buffer) => {
+      queue.push({ chunk, at: Date.now() });
+      if (timer === undefined) drain();
+    };
+    valves.add(() => timer === undefined && drain());
+    return push;
+  };
+  const server: TcpServer = createTcpServer((client) => {
+    const upstream = tcpConnect(target(), '127.0.0.1');
+    sockets.add(client);
+    sockets.add(upstream);
+    const toUpstream = valve(upstream);
+    const toClient = valve(client);
+    client.on('data', toUpstream);
+    upstream.on('data', toClient);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('close', end);
+    upstream.on('close', end);
+    client.on('error', end);
+    upstream.on('error', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  (proxy as { port: number }).port = (server.address() as { port: number }).port;
+  return proxy;
+};
+
 // --- receivers ---------------------------------------------------------------------------------
 
 type Mode = 'ok' | '503' | 'reset' | 'hang';
@@ -101,6 +193,8 @@ interface Receiver {
   /** Points the connector dead-lettered for this receiver, and why. */
   deadLettered: number;
   deadLetterReasons: Map<string, number>;
+  /** Points written by the inbound connector, as `{post}:{ioa}` (first copies of each webhook-id). */
+  readonly inbound: Set<string>;
 }
 
 const startReceiver = async (name: string, delay: () => number): Promise<Receiver> => {
@@ -108,7 +202,7 @@ const startReceiver = async (name: string, delay: () => number): Promise<Receive
   const r: Receiver = {
     name, mode: 'ok', delay, url: `http://127.0.0.1:${port}/hook`, server: undefined as unknown as Server,
     ids: new Map(), raw: new Map(), dedup: new Map(), idsWithTwoContents: 0, repeats: [], firstSeen: new Map(), answeredTooLate: new Set(),
-    deadLettered: 0, deadLetterReasons: new Map(),
+    deadLettered: 0, deadLetterReasons: new Map(), inbound: new Set(),
   };
   r.server = createServer((req, res) => {
     const arrived = Date.now();
@@ -122,7 +216,9 @@ const startReceiver = async (name: string, delay: () => number): Promise<Receive
       setTimeout(() => {
         const body = Buffer.concat(parts).toString('utf8');
         const id = String(req.headers['webhook-id']);
-        const seqs = (JSON.parse(body) as { datapoints: Array<{ seq: number }> }).datapoints.map((p) => p.seq);
+        const points = (JSON.parse(body) as { datapoints: Array<{ seq?: number; casdu?: number; ioa?: number; value?: number }> }).datapoints;
+        const seqs = points.flatMap((p) => (typeof p.seq === 'number' ? [p.seq] : []));
+        const posted = points.flatMap((p) => (p.seq === undefined && p.casdu === INBOUND_CASDU ? [`${p.value}:${p.ioa}`] : []));
         const hash = createHash('sha256').update(body).digest('hex');
         const now = Date.now();
         for (const s of seqs) r.raw.set(s, (r.raw.get(s) ?? 0) + 1);
@@ -133,6 +229,7 @@ const startReceiver = async (name: string, delay: () => number): Promise<Receive
           // the connector gave up on this copy (its timeout, or a stop's deadline): it sends it again, by design
           if (req.socket.destroyed || now - arrived >= TIMEOUT_MS - 50) r.answeredTooLate.add(id);
           for (const s of seqs) r.dedup.set(s, (r.dedup.get(s) ?? 0) + 1);
+          for (const p of posted) r.inbound.add(p);
         } else {
           if (known !== hash) r.idsWithTwoContents++;
           r.repeats.push({ first: r.firstSeen.get(id)!, again: now, points: seqs.length, id });
@@ -147,15 +244,15 @@ const startReceiver = async (name: string, delay: () => number): Promise<Receive
 
 // --- connectors --------------------------------------------------------------------------------
 
-interface Process {
-  proc: ChildProcess;
-  readonly name: string;
-}
+/** The connectors reach Redis through this proxy (partitions, latency); the producer and the checks do not. */
+let redisProxy: Proxy;
+/** The flapping receiver is reached through this one (a webhook partition). */
+let webhookProxy: Proxy;
 
 const connectorEnv = (consumer: string) => ({
   PATH: process.env.PATH ?? '',
   Id: ID,
-  ConnectionStrings__Datastore: `127.0.0.1:${redisPort}`,
+  ConnectionStrings__Datastore: `127.0.0.1:${redisProxy.port}`,
   Datastore__ConsumerName: consumer,
   Datastore__StartFromLatest: 'false',
   Datastore__ConnectionRetrySeconds: '0.5',
@@ -170,17 +267,39 @@ const connectorEnv = (consumer: string) => ({
 const spawnConnector = (consumer: string): ChildProcess =>
   spawn(process.execPath, [BIN_PATH, 'outbound'], { env: connectorEnv(consumer), stdio: ['ignore', 'ignore', 'inherit'] });
 
-/** The main connector, restarted whenever it exits, as an orchestrator would. */
-const main: Process & { supervise: boolean } = { proc: undefined as unknown as ChildProcess, name: 'main', supervise: true };
-let restarts = 0;
-const superviseMain = () => {
-  main.proc = spawnConnector('main');
-  main.proc.once('exit', () => {
-    if (!main.supervise) return;
-    restarts++;
-    setTimeout(superviseMain, 300);
+let inboundPort = 0;
+const spawnInbound = (): ChildProcess =>
+  spawn(process.execPath, [BIN_PATH, 'inbound'], {
+    env: {
+      PATH: process.env.PATH ?? '', Id: INBOUND_ID, ConnectionStrings__Datastore: `127.0.0.1:${redisProxy.port}`,
+      Datastore__ConnectionRetrySeconds: '0.5',
+      // the producer's entries must not be trimmed by the inbound connector's appends
+      Datastore__StreamMaxLength: '100000000',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
   });
+
+/** A connector restarted whenever it exits, as an orchestrator would. */
+interface Supervised {
+  proc: ChildProcess;
+  supervise: boolean;
+  restarts: number;
+}
+const supervised = (start: () => ChildProcess): Supervised => {
+  const s: Supervised = { proc: undefined as unknown as ChildProcess, supervise: true, restarts: 0 };
+  const go = () => {
+    s.proc = start();
+    s.proc.once('exit', () => {
+      if (!s.supervise) return;
+      s.restarts++;
+      setTimeout(go, 300);
+    });
+  };
+  go();
+  return s;
 };
+let main: Supervised;
+let inbound: Supervised;
 let replica: ChildProcess | undefined;
 
 const exited = (p: ChildProcess) => p.exitCode !== null || p.signalCode !== null;
@@ -191,35 +310,153 @@ const signal = (p: ChildProcess | undefined, s: NodeJS.Signals): Promise<void> =
     p.kill(s);
   });
 
+// --- the inbound connector's load ------------------------------------------------------------------
+
+/** POST number → its answer's status (0: no answer: refused, reset, timed out). */
+const posts = new Map<number, number>();
+let posting = true;
+
+const post = (n: number, agent: Agent): Promise<number> =>
+  new Promise((resolve) => {
+    const body = JSON.stringify({ a: n, b: n, c: n });
+    const req = httpRequest(
+      { host: '127.0.0.1', port: inboundPort, path: '/api/datapoints?topic=chaos', method: 'POST', agent, timeout: 10000, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', () => resolve(0));
+      },
+    );
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(0));
+    req.end(body);
+  });
+
+/** POST_RATE requests a second, at most 4 at once; each body {a,b,c} = its number. */
+const postLoop = async (): Promise<void> => {
+  const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+  const inFlight = new Set<Promise<void>>();
+  const start = Date.now();
+  let n = 0;
+  while (posting) {
+    const due = Math.floor(((Date.now() - start) / 1000) * POST_RATE);
+    while (n < due && inFlight.size < 4) {
+      const k = n++;
+      const p: Promise<void> = post(k, agent).then((status) => void posts.set(k, status));
+      inFlight.add(p);
+      void p.finally(() => inFlight.delete(p));
+    }
+    await sleep(10);
+  }
+  await Promise.all(inFlight);
+  agent.destroy();
+};
+
+const acknowledged = (): number[] => [...posts].filter(([, status]) => status === 200).map(([k]) => k);
+
+interface InboundRow {
+  posts: number;
+  answered200: number;
+  answered503: number;
+  noAnswer: number;
+  acknowledgedLost: number;
+  partial: number;
+  keysOfTwoPosts: boolean;
+}
+
+/** No acknowledged write lost, no partial write: read back from process:updates and the keys. */
+const checkInbound = async (): Promise<InboundRow> => {
+  const c = new Redis({ port: redisPort, host: '127.0.0.1', protocol: 2 });
+  const seen = new Map<number, Set<number>>();
+  try {
+    for (let start = '-'; ;) {
+      const page = (await c.xrange('process:updates', start, '+', 'COUNT', 10000)) as Array<[string, string[]]>;
+      for (const [, fields] of page) {
+        const f = new Map<string, string>();
+        for (let i = 0; i + 1 < fields.length; i += 2) f.set(fields[i]!, fields[i + 1]!);
+        if (f.get('source') !== INBOUND_ID) continue;
+        const point = JSON.parse(f.get('data') ?? '{}') as { value?: number; ioa?: number };
+        const k = Number(point.value);
+        if (!seen.has(k)) seen.set(k, new Set());
+        seen.get(k)!.add(Number(point.ioa));
+      }
+      if (page.length < 10000) break;
+      start = `(${page[page.length - 1]![0]}`;
+    }
+    const keys = await c.mget(INBOUND_IOAS.map((ioa) => `process:image:casdu:${INBOUND_CASDU}:ioa:${ioa}`));
+    const values = new Set(keys.map((v) => (v === null ? null : (JSON.parse(v) as { value: number }).value)));
+    const statuses = [...posts.values()];
+    return {
+      posts: posts.size,
+      answered200: statuses.filter((x) => x === 200).length,
+      answered503: statuses.filter((x) => x === 503).length,
+      noAnswer: statuses.filter((x) => x === 0).length,
+      acknowledgedLost: acknowledged().filter((k) => seen.get(k)?.size !== INBOUND_IOAS.length).length,
+      partial: [...seen.values()].filter((ioas) => ioas.size !== INBOUND_IOAS.length).length,
+      keysOfTwoPosts: values.size > 1,
+    };
+  } finally {
+    c.disconnect();
+  }
+};
+
+/** Acknowledged POSTs whose three points a receiver has not received. */
+const inboundMissing = (r: Receiver): number =>
+  acknowledged().filter((k) => INBOUND_IOAS.some((ioa) => !r.inbound.has(`${k}:${ioa}`))).length;
+
 // --- producer ----------------------------------------------------------------------------------
 
 let produced = 0;
 let producing = true;
-const idBase = Date.now();
 
 /**
- * Appends entries with explicit, increasing IDs (`{start}-{seq}`), so that a write whose reply
- * was lost with a Redis crash can be tried again without ever writing the same seq twice: the
- * retry of a write that did land is refused ("equal or smaller"), and counts as written.
+ * Appends entries with explicit IDs chosen here, so that a write whose reply was lost (a Redis crash,
+ * a partition) is tried again under the same ID and can never land twice. A write refused as
+ * "equal or smaller than the top item" either landed before (the entry under that ID is ours: it
+ * counts as written) or was overtaken by another writer (the inbound connector appends with `*`):
+ * then it, and every seq after it, gets a fresh ID.
  */
 const produce = async (): Promise<void> => {
   const redis = new Redis({ port: redisPort, host: '127.0.0.1', protocol: 2, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => 200 });
   redis.on('error', () => undefined);
+  /** Seqs due and not yet known to be written, in order, each with the ID it is tried under. */
+  const todo = new Map<number, string | undefined>();
+  let lastMs = 0;
+  let lastSeq = 0;
+  const freshId = () => {
+    const now = Date.now();
+    if (now > lastMs) [lastMs, lastSeq] = [now, 0];
+    else lastSeq++;
+    return `${lastMs}-${lastSeq}`;
+  };
+  let next = 0;
   const start = Date.now();
-  while (producing) {
-    const due = Math.floor(((Date.now() - start) / 1000) * RATE);
-    if (due > produced && redis.status === 'ready') {
-      const upTo = Math.min(due, produced + 500);
+  // after the stop, what is due is still written: the written seqs are 0..produced-1
+  while (producing || todo.size > 0) {
+    if (producing) for (const due = Math.floor(((Date.now() - start) / 1000) * RATE); next < due && todo.size < 5000; next++) todo.set(next, undefined);
+    if (todo.size > 0 && redis.status === 'ready') {
+      const batch = [...todo.keys()].slice(0, 500).map((seq): [number, string] => [seq, todo.get(seq) ?? freshId()]);
       const pipe = redis.pipeline();
-      for (let seq = produced; seq < upTo; seq++) {
+      for (const [seq, id] of batch) {
+        todo.set(seq, id);
         const data = `{"casdu":1,"ioa":${seq % 16777216},"type":36,"value":${seq},"timestamp":"${new Date().toISOString()}","source":"chaos","seq":${seq}}`;
-        pipe.xadd('process:updates', 'MAXLEN', '~', '2000000', `${idBase}-${seq + 1}`, 'casdu', '1', 'ioa', String(seq % 16777216), 'source', 'chaos', 'data', data);
+        pipe.xadd('process:updates', 'MAXLEN', '~', '2000000', id, 'casdu', '1', 'ioa', String(seq % 16777216), 'source', 'chaos', 'data', data);
       }
       try {
         const replies = (await pipe.exec()) ?? [];
-        for (const [err] of replies) {
-          if (err !== null && !/equal or smaller/.test(err.message)) throw err;
-          produced++;
+        for (const [i, [err]] of replies.entries()) {
+          const [seq, id] = batch[i]!;
+          if (err === null) {
+            todo.delete(seq);
+            produced++;
+          } else if (/equal or smaller/.test(err.message)) {
+            const [found] = (await redis.xrange('process:updates', id, id)) as Array<[string, string[]]>;
+            if (found !== undefined && found[1].some((f) => f.endsWith(`"seq":${seq}}`))) {
+              todo.delete(seq); // written before: its reply was lost
+              produced++;
+            } else todo.set(seq, undefined); // another writer overtook it: a fresh ID
+          }
+          // any other error (connection lost, OOM): tried again under the same ID
         }
       } catch {
         await sleep(100);
@@ -232,10 +469,24 @@ const produce = async (): Promise<void> => {
 
 // --- faults ------------------------------------------------------------------------------------
 
-type Fault = 'sigkill' | 'sigterm' | 'config' | 'redis' | 'replica';
-const FAULTS: Fault[] = ['sigkill', 'sigterm', 'config', 'redis', 'replica'];
+type Fault = 'sigkill' | 'sigterm' | 'config' | 'redis' | 'replica' | 'oom' | 'partition-redis' | 'partition-webhook' | 'slow-redis';
+const FAULTS: Fault[] = ['sigkill', 'sigterm', 'config', 'redis', 'replica', 'oom', 'partition-redis', 'partition-webhook', 'slow-redis'];
 const kills: number[] = [];
 const log: Array<{ at: number; fault: string }> = [];
+/** How long a fault that lasts (out of memory, a partition, a slow link) lasts: up to 15 s, shorter in short runs. */
+const faultMs = () => between(1000, Math.max(2000, Math.min(15000, SECONDS * 200)));
+
+const withRedis = async (fn: (c: Redis) => Promise<unknown>): Promise<void> => {
+  const c = new Redis({ port: redisPort, host: '127.0.0.1', protocol: 2, maxRetriesPerRequest: 2 });
+  c.on('error', () => undefined);
+  try {
+    await fn(c);
+  } catch {
+    /* Redis away: skipped */
+  } finally {
+    c.disconnect();
+  }
+};
 
 const inject = async (fault: Fault): Promise<void> => {
   log.push({ at: Date.now(), fault });
@@ -243,23 +494,14 @@ const inject = async (fault: Fault): Promise<void> => {
   switch (fault) {
     case 'sigkill':
       kills.push(Date.now());
-      await signal(main.proc, 'SIGKILL');
+      await Promise.all([signal(main.proc, 'SIGKILL'), signal(inbound.proc, 'SIGKILL')]);
       break;
     case 'sigterm':
-      await signal(main.proc, 'SIGTERM');
+      await Promise.all([signal(main.proc, 'SIGTERM'), signal(inbound.proc, 'SIGTERM')]);
       break;
-    case 'config': {
-      const c = new Redis({ port: redisPort, host: '127.0.0.1', protocol: 2, maxRetriesPerRequest: 2 });
-      c.on('error', () => undefined);
-      try {
-        await c.set(`connectors:${ID}:config`, config(`changed at ${Date.now()}`));
-      } catch {
-        /* Redis away: skipped */
-      } finally {
-        c.disconnect();
-      }
+    case 'config':
+      await withRedis((c) => c.set(`connectors:${ID}:config`, config(`changed at ${Date.now()}`)));
       break;
-    }
     case 'redis':
       await killRedis();
       await sleep(between(300, 2000));
@@ -275,12 +517,40 @@ const inject = async (fault: Fault): Promise<void> => {
         }, between(3000, 15000));
       }
       break;
+    case 'oom': {
+      // noeviction (Redis's default) and no room: every write is refused with OOM for a while
+      const ms = faultMs();
+      await withRedis((c) => c.config('SET', 'maxmemory', '1'));
+      await sleep(ms);
+      await withRedis((c) => c.config('SET', 'maxmemory', '0'));
+      break;
+    }
+    case 'partition-redis':
+    case 'partition-webhook': {
+      const proxy = fault === 'partition-redis' ? redisProxy : webhookProxy;
+      proxy.paused = true;
+      await sleep(faultMs());
+      proxy.paused = false;
+      proxy.flush();
+      break;
+    }
+    case 'slow-redis':
+      redisProxy.delayMs = between(20, 200);
+      await sleep(faultMs());
+      redisProxy.delayMs = 0;
+      redisProxy.flush();
+      break;
   }
 };
 
 let receivers: Receiver[] = [];
 const config = (description: string) =>
   JSON.stringify({ description, hostUrls: ['http://127.0.0.1:0'], webhooks: receivers.map((r) => ({ url: r.url })) });
+const inboundConfig = () =>
+  JSON.stringify({
+    hostUrls: [`http://127.0.0.1:${inboundPort}`],
+    mappings: INBOUND_IOAS.map((ioa, i) => ({ name: `m${ioa}`, topic: 'chaos', casdu: INBOUND_CASDU, ioa, type: 36, valuePath: ['a', 'b', 'c'][i]! })),
+  });
 
 /** The flapping receiver's phases: mostly healthy, with short spells (within the retry schedule) of 503s, resets and hangs. */
 const flap = async (r: Receiver, until: () => boolean): Promise<void> => {
@@ -363,56 +633,73 @@ const printTable = (rows: Row[]) => {
 };
 
 const run = async (): Promise<number> => {
-  say(`chaos: seed ${SEED}, ${SECONDS} s of faults at ${RATE} entries/s, claim idle ${CLAIM_IDLE_MS} ms (repeat with CHAOS_SEED=${SEED})`);
+  say(`chaos: seed ${SEED}, ${SECONDS} s of faults at ${RATE} entries/s and ${POST_RATE} POSTs/s, claim idle ${CLAIM_IDLE_MS} ms (repeat with CHAOS_SEED=${SEED})`);
   redisPort = await freePort();
   await startRedis();
+  redisProxy = await startProxy(() => redisPort);
   receivers = [
     await startReceiver('healthy', () => 0),
     await startReceiver('flapping', () => 0),
     await startReceiver('slow', () => between(200, 1500)),
   ];
+  const flappingPort = Number(new URL(receivers[1]!.url).port);
+  webhookProxy = await startProxy(() => flappingPort);
+  receivers[1]!.url = `http://127.0.0.1:${webhookProxy.port}/hook`;
+  inboundPort = await freePort();
   const setup = new Redis({ port: redisPort, host: '127.0.0.1', protocol: 2 });
   await setup.set(`connectors:${ID}:config`, config('chaos run'));
+  await setup.set(`connectors:${INBOUND_ID}:config`, inboundConfig());
   await setup.xgroup('CREATE', 'process:updates', `rest-outbound:${ID}`, '0', 'MKSTREAM');
   setup.disconnect();
-  superviseMain();
+  main = supervised(() => spawnConnector('main'));
+  inbound = supervised(spawnInbound);
   await sleep(1000);
 
   const faultsEnd = Date.now() + SECONDS * 1000;
   const producer = produce();
+  const poster = postLoop();
   const flapping = flap(receivers[1]!, () => Date.now() >= faultsEnd);
-  // every kind at least once, in a seeded order, then seeded picks
+  // every kind at least once, in a seeded order — also when that takes longer than the fault
+  // period (a loaded machine injects fewer) — then seeded picks until the period is over
   const order = [...FAULTS].sort(() => random() - 0.5);
   let n = 0;
-  while (Date.now() < faultsEnd) {
+  while (Date.now() < faultsEnd || n < order.length) {
     await sleep(between(GAP_MIN, GAP_MAX));
-    if (Date.now() >= faultsEnd) break;
+    if (Date.now() >= faultsEnd && n >= order.length) break;
     await inject(n < order.length ? order[n]! : FAULTS[Math.floor(random() * FAULTS.length)]!);
     n++;
   }
   producing = false;
+  posting = false;
   await producer;
+  await poster;
   await flapping;
   await signal(replica, 'SIGTERM');
-  say(`faults over: ${n} injected, ${produced} entries produced, ${restarts} connector restarts; settling`);
+  say(`faults over: ${n} injected, ${produced} entries produced, ${posts.size} POSTs (${acknowledged().length} answered 200), ${main.restarts} outbound and ${inbound.restarts} inbound restarts; settling`);
 
   const settleEnd = Date.now() + SETTLE_SECONDS * 1000;
-  while (Date.now() < settleEnd && receivers.some((r) => r.raw.size < produced)) await sleep(500);
+  while (Date.now() < settleEnd && receivers.some((r) => r.raw.size < produced || inboundMissing(r) > 0)) await sleep(500);
   await sleep(2000);
   main.supervise = false;
-  await signal(main.proc, 'SIGTERM');
+  inbound.supervise = false;
+  await Promise.all([signal(main.proc, 'SIGTERM'), signal(inbound.proc, 'SIGTERM')]);
   await countDeadLetters();
 
   const rows = receivers.map(report);
   say('');
   printTable(rows);
+  const inboundRow = await checkInbound();
+  const missing = Object.fromEntries(receivers.map((r) => [r.name, inboundMissing(r)]));
+  say(`\ninbound: ${JSON.stringify(inboundRow)}; acknowledged POSTs missing at a receiver: ${JSON.stringify(missing)}`);
+  const inboundOk = inboundRow.acknowledgedLost === 0 && inboundRow.partial === 0 && !inboundRow.keysOfTwoPosts && Object.values(missing).every((m) => m === 0);
   const verdict =
-    rows.every((r) => r.lost === 0 && r.duplicatesAfterDedup === 0 && r.idsWithTwoContents === 0) && rows[0]!.rawDuplicatesOther === 0;
+    rows.every((r) => r.lost === 0 && r.duplicatesAfterDedup === 0 && r.idsWithTwoContents === 0) && rows[0]!.rawDuplicatesOther === 0 && inboundOk;
   say(`\nfaults: ${FAULTS.map((f) => `${f} ${log.filter((l) => l.fault === f).length}`).join(', ')}`);
   say(`seed ${SEED}: ${verdict ? 'PASS' : 'FAIL'}`);
-  say(`CHAOS_RESULT ${JSON.stringify({ seed: SEED, seconds: SECONDS, rate: RATE, produced, faults: log.length, rows, pass: verdict })}`);
+  say(`CHAOS_RESULT ${JSON.stringify({ seed: SEED, seconds: SECONDS, rate: RATE, produced, faults: log.length, rows, inbound: { ...inboundRow, missing }, pass: verdict })}`);
   for (const r of receivers) r.server.closeAllConnections();
   await Promise.all(receivers.map((r) => new Promise((resolve) => r.server.close(resolve))));
+  await Promise.all([redisProxy.close(), webhookProxy.close()]);
   return verdict ? 0 : 1;
 };
 
@@ -424,8 +711,9 @@ run()
   })
   .catch(async (err: unknown) => {
     process.stderr.write(`chaos: ${err instanceof Error ? err.stack : String(err)}\n`);
-    main.supervise = false;
-    await signal(main.proc, 'SIGKILL');
+    if (main !== undefined) main.supervise = false;
+    if (inbound !== undefined) inbound.supervise = false;
+    await Promise.all([signal(main?.proc, 'SIGKILL'), signal(inbound?.proc, 'SIGKILL')]);
     await signal(replica, 'SIGKILL');
     await killRedis();
     process.exit(2);

@@ -2,11 +2,14 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 
 /**
- * The short variant of `npm run chaos` (issue 9): 20 s of every fault kind — SIGKILL, SIGTERM,
- * configuration change, Redis SIGKILL and restart, a second replica SIGKILLed — at 400 entries/s,
- * with a fixed seed and a short claim idle time. Every receiver must end with nothing lost,
- * nothing twice after de-duplication by webhook-id, no id with two contents, and the healthy
- * receiver's raw duplicates must all follow a SIGKILL.
+ * The short variant of `npm run chaos` (issues 9 and 20): 20 s of faults, every kind at least once
+ * however loaded the machine — SIGKILL, SIGTERM, configuration change, Redis SIGKILL and restart, a
+ * second replica SIGKILLed, Redis out of memory, a partition (no answer, no reset) to Redis and to a
+ * webhook, a slow Redis — at 400 entries/s and 50 inbound POSTs/s, with a fixed seed and a short
+ * claim idle time. Every receiver must end with nothing lost, nothing twice after de-duplication by
+ * webhook-id, no id with two contents, and the healthy receiver's raw duplicates must all follow a
+ * SIGKILL; no POST answered 200 may be lost, none written in part, and every acknowledged POST's
+ * points must reach every receiver.
  */
 it('a short seeded chaos run loses nothing and duplicates nothing after de-duplication', async () => {
   const p = spawn(process.execPath, [join(__dirname, '..', 'dist', 'chaos', 'run.js')], {
@@ -24,7 +27,10 @@ it('a short seeded chaos run loses nothing and duplicates nothing after de-dupli
   expect([code, line !== null]).toEqual([0, true]);
   const result = JSON.parse(line![1]!) as { produced: number; faults: number; rows: Array<Record<string, number | string>>; pass: boolean };
   expect(result.produced).toBeGreaterThan(5000);
-  expect(out).toMatch(/faults: sigkill [1-9]\d*, sigterm [1-9]\d*, config [1-9]\d*, redis [1-9]\d*, replica [1-9]\d*/);
+  expect(out).toMatch(/faults: sigkill [1-9]\d*, sigterm [1-9]\d*, config [1-9]\d*, redis [1-9]\d*, replica [1-9]\d*, oom [1-9]\d*, partition-redis [1-9]\d*, partition-webhook [1-9]\d*, slow-redis [1-9]\d*/);
+  const inbound = (result as unknown as { inbound: { answered200: number; acknowledgedLost: number; partial: number; keysOfTwoPosts: boolean; missing: Record<string, number> } }).inbound;
+  expect(inbound.answered200).toBeGreaterThan(100);
+  expect(inbound).toMatchObject({ acknowledgedLost: 0, partial: 0, keysOfTwoPosts: false, missing: { healthy: 0, flapping: 0, slow: 0 } });
   for (const row of result.rows) {
     expect([row.receiver, row.received, row.lost, row.duplicatesAfterDedup, row.idsWithTwoContents]).toEqual([row.receiver, result.produced, 0, 0, 0]);
   }
