@@ -24,7 +24,8 @@ it('a short seeded chaos run loses nothing and duplicates nothing after de-dupli
   p.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const code = await new Promise((resolve) => p.on('exit', resolve));
   const line = /^CHAOS_RESULT (.*)$/m.exec(out);
-  expect([code, line !== null]).toEqual([0, true]);
+  // on a failure, the run's own report says what went wrong: shown with it
+  expect([code, line !== null, code === 0 ? '' : out.slice(-6000)]).toEqual([0, true, '']);
   const result = JSON.parse(line![1]!) as { produced: number; faults: number; rows: Array<Record<string, number | string>>; pass: boolean };
   expect(result.produced).toBeGreaterThan(5000);
   expect(out).toMatch(/faults: sigkill [1-9]\d*, sigterm [1-9]\d*, config [1-9]\d*, redis [1-9]\d*, replica [1-9]\d*, oom [1-9]\d*, partition-redis [1-9]\d*, partition-webhook [1-9]\d*, slow-redis [1-9]\d*/);
