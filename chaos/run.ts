@@ -473,8 +473,16 @@ type Fault = 'sigkill' | 'sigterm' | 'config' | 'redis' | 'replica' | 'oom' | 'p
 const FAULTS: Fault[] = ['sigkill', 'sigterm', 'config', 'redis', 'replica', 'oom', 'partition-redis', 'partition-webhook', 'slow-redis'];
 const kills: number[] = [];
 const log: Array<{ at: number; fault: string }> = [];
-/** How long a fault that lasts (out of memory, a partition, a slow link) lasts: up to 15 s, shorter in short runs. */
-const faultMs = () => between(1000, Math.max(2000, Math.min(15000, SECONDS * 200)));
+/**
+ * How long a fault that lasts (out of memory, a partition, a slow link) lasts: up to 15 s, shorter
+ * in short runs, and always under three quarters of the claim idle time: a consumer cut off for
+ * longer looks dead to a replica, which then claims its entries and sends them again — by design
+ * (CONTRACT 4.3), but then the healthy receiver's duplicates would not all follow a SIGKILL.
+ */
+const faultMs = () => {
+  const most = Math.min(Math.max(2000, Math.min(15000, SECONDS * 200)), Math.floor(CLAIM_IDLE_MS * 0.75));
+  return between(Math.min(1000, most), most);
+};
 
 const withRedis = async (fn: (c: Redis) => Promise<unknown>): Promise<void> => {
   const c = new Redis({ port: redisPort, host: '127.0.0.1', protocol: 2, maxRetriesPerRequest: 2 });

@@ -70,6 +70,17 @@ export const connectDatastore = (options: RedisOptions, retrySeconds: number, lo
     if (state.value && !closing) log.warn({ role, err: lastError || undefined }, 'data store connection lost');
     state.next(false);
   });
+  // ioredis gives a client up for good ('end') when a Sentinel failover disconnects it while it is
+  // still asking the sentinels for the master (its connector then rejects "Connection is closed."):
+  // a CI run under load saw the stream reader stay closed after a failover. Only our close() ends a
+  // client on purpose; any other end is connected again after the retry interval.
+  client.on('end', () => {
+    if (closing) return;
+    log.warn({ role }, 'data store client ended unexpectedly; connecting again');
+    setTimeout(() => {
+      if (!closing && client.status === 'end') client.connect().catch(() => undefined);
+    }, Math.round(retrySeconds * 1000)).unref();
+  });
   const connected$ = state.pipe(distinctUntilChanged());
   // A stalled store (e.g. CLIENT PAUSE, a blocked server) keeps its connection: a PING a second
   // tells, so that requests get 503 at once and readiness says why, instead of hanging.
