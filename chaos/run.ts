@@ -195,14 +195,28 @@ interface Receiver {
   deadLetterReasons: Map<string, number>;
   /** Points written by the inbound connector, as `{post}:{ioa}` (first copies of each webhook-id). */
   readonly inbound: Set<string>;
+  /** The seqs of each webhook-id's first copy, to show what differs when an id comes with another content. */
+  readonly firstSeqs: Map<string, string>;
 }
+
+/** A list of seqs as runs (`3-7,9,in12:1`), for the report. */
+const ranges = (xs: Array<number | string>): string => {
+  const out: string[] = [];
+  for (let i = 0; i < xs.length; ) {
+    let j = i;
+    while (typeof xs[j] === 'number' && typeof xs[j + 1] === 'number' && (xs[j + 1] as number) === (xs[j] as number) + 1) j++;
+    out.push(j > i ? `${xs[i]}-${xs[j]}` : String(xs[i]));
+    i = j + 1;
+  }
+  return out.join(',');
+};
 
 const startReceiver = async (name: string, delay: () => number): Promise<Receiver> => {
   const port = await freePort();
   const r: Receiver = {
     name, mode: 'ok', delay, url: `http://127.0.0.1:${port}/hook`, server: undefined as unknown as Server,
     ids: new Map(), raw: new Map(), dedup: new Map(), idsWithTwoContents: 0, repeats: [], firstSeen: new Map(), answeredTooLate: new Set(),
-    deadLettered: 0, deadLetterReasons: new Map(), inbound: new Set(),
+    deadLettered: 0, deadLetterReasons: new Map(), inbound: new Set(), firstSeqs: new Map(),
   };
   r.server = createServer((req, res) => {
     const arrived = Date.now();
@@ -226,12 +240,19 @@ const startReceiver = async (name: string, delay: () => number): Promise<Receive
         if (known === undefined) {
           r.ids.set(id, hash);
           r.firstSeen.set(id, now);
+          r.firstSeqs.set(id, ranges(points.map((p) => (typeof p.seq === 'number' ? p.seq : `in${p.value}:${p.ioa}`))));
           // the connector gave up on this copy (its timeout, or a stop's deadline): it sends it again, by design
           if (req.socket.destroyed || now - arrived >= TIMEOUT_MS - 50) r.answeredTooLate.add(id);
           for (const s of seqs) r.dedup.set(s, (r.dedup.get(s) ?? 0) + 1);
           for (const p of posted) r.inbound.add(p);
         } else {
-          if (known !== hash) r.idsWithTwoContents++;
+          if (known !== hash) {
+            r.idsWithTwoContents++;
+            const between = log.filter((l) => l.at >= r.firstSeen.get(id)! - KILL_SLACK_MS && l.at <= now).map((l) => l.fault).join(',') || 'none';
+            say(`  ${r.name}: ${id} again with another content, ${now - r.firstSeen.get(id)!} ms after the first; faults between: ${between}`);
+            say(`    first: ${r.firstSeqs.get(id)}`);
+            say(`    again: ${ranges(points.map((p) => (typeof p.seq === 'number' ? p.seq : `in${p.value}:${p.ioa}`)))}`);
+          }
           r.repeats.push({ first: r.firstSeen.get(id)!, again: now, points: seqs.length, id });
         }
         res.writeHead(200).end();

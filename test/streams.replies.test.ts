@@ -48,10 +48,10 @@ describe('stream reply shapes under RESP2 (the protocol the connectors choose)',
     expect(consumers).toEqual([{ name: 'dead', pending: 2, idleMs: expect.any(Number) }]);
     expect(consumers[0]!.idleMs).toBeGreaterThanOrEqual(25);
     // entries idle for less than the minimum are not claimed
-    expect(await lastValueFrom(port.claimFrom('dead', 'alive~dead', 60000, 10))).toEqual([]);
-    expect(await lastValueFrom(port.claimFrom('dead', 'alive~dead', 20, 1))).toEqual([{ id: ids[0], fields: ['data', '{"n":1}'] }]);
-    expect(await lastValueFrom(port.claimFrom('dead', 'alive~dead', 20, 10))).toEqual([{ id: ids[1], fields: ['data', '{"n":2}'] }]);
-    expect(await lastValueFrom(port.claimFrom('dead', 'alive~dead', 20, 10))).toEqual([]);
+    expect(await lastValueFrom(port.claimFrom('dead', 'alive~dead', 60000, 10, new Map()))).toEqual([]);
+    expect(await lastValueFrom(port.claimFrom('dead', 'alive~dead', 20, 1, new Map()))).toEqual([{ id: ids[0], fields: ['data', '{"n":1}'] }]);
+    expect(await lastValueFrom(port.claimFrom('dead', 'alive~dead', 20, 10, new Map()))).toEqual([{ id: ids[1], fields: ['data', '{"n":2}'] }]);
+    expect(await lastValueFrom(port.claimFrom('dead', 'alive~dead', 20, 10, new Map()))).toEqual([]);
     // the claimed entries are held by the claim consumer, not by 'alive' itself
     expect(await lastValueFrom(port.readPending('alive~dead', '0', 10))).toEqual([{ id: ids[0], fields: ['data', '{"n":1}'] }, { id: ids[1], fields: ['data', '{"n":2}'] }]);
     expect(await lastValueFrom(port.readPending('alive', '0', 10))).toEqual([]);
@@ -73,6 +73,23 @@ describe('stream reply shapes under RESP2 (the protocol the connectors choose)',
     const other = redisStreamPort(client, 'x', 'other', state);
     expect(await lastValueFrom(port.takeClaimLease(1000))).toBe(true);
     expect(await lastValueFrom(other.takeClaimLease(1000))).toBe(false);
+  });
+
+  it('a claim page that would cut a recorded batch takes the rest of it in the same XCLAIM (whole batches at a time)', async () => {
+    const state = redisDeliveryState(client, 'y', 'rest-outbound:y', 100);
+    const port = redisStreamPort(client, 'y', 'alive', state);
+    await lastValueFrom(port.createGroup('$'));
+    const ids: string[] = [];
+    for (let n = 1; n <= 6; n++) ids.push((await client.xadd('process:updates', '*', 'data', `{"n":${n}}`))!);
+    await client.call('XREADGROUP', 'GROUP', 'rest-outbound:y', 'dead', 'STREAMS', 'process:updates', '>');
+    // the dead consumer had batched entries 2..5 (recorded), 1 and 6 on their own
+    await lastValueFrom(state.record(ids.slice(1, 5)));
+    const records = await lastValueFrom(state.load());
+    await new Promise((r) => setTimeout(r, 30));
+    const claimed = (count: number) => lastValueFrom(port.claimFrom('dead', 'alive~dead', 20, count, records)).then((es) => es.map((e) => e.id));
+    expect(await claimed(3)).toEqual(ids.slice(0, 5)); // a page of 3 ends inside the batch: 4 and 5 come with it
+    expect(await claimed(3)).toEqual([ids[5]]);
+    expect(await claimed(3)).toEqual([]);
   });
 
   it('RESP3 would answer XREADGROUP in another shape, which the decoder refuses rather than misreads', async () => {

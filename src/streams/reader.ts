@@ -25,8 +25,12 @@ export interface StreamPort {
   readNew(count: number, blockMs: number): Observable<StreamEntry[]>;
   /** XINFO CONSUMERS of the group. */
   consumers(): Observable<ConsumerInfo[]>;
-  /** XPENDING of `consumer` (oldest `count`), then XCLAIM of those idle for `minIdleMs` to consumer `to`. */
-  claimFrom(consumer: string, to: string, minIdleMs: number, count: number): Observable<StreamEntry[]>;
+  /**
+   * XPENDING of `consumer` (oldest `count`, and on to the end of a recorded batch the page would
+   * cut: CONTRACT 4.3, whole recorded batches at a time), then one XCLAIM of those idle for
+   * `minIdleMs` to consumer `to`.
+   */
+  claimFrom(consumer: string, to: string, minIdleMs: number, count: number, records: BatchRecords): Observable<StreamEntry[]>;
   /**
    * Refreshes `consumer`'s idle time without reading anything (a blocking read that times out does
    * not, on Redis 7.0): a consumer of this process that holds entries is never taken for dead.
@@ -132,8 +136,8 @@ export const readUpdates$ = (port: StreamPort, o: ReaderOptions): Observable<Rea
   const claimFrom$ = (c: ConsumerInfo, records: BatchRecords): Observable<ReadChunk> => {
     const into = claimConsumer(self, c.name);
     let claimed = 0;
-    return port.claimFrom(c.name, into, o.claimIdleMs, o.count).pipe(
-      expand((es) => (es.length === 0 ? EMPTY : port.claimFrom(c.name, into, o.claimIdleMs, o.count))),
+    return port.claimFrom(c.name, into, o.claimIdleMs, o.count, records).pipe(
+      expand((es) => (es.length === 0 ? EMPTY : port.claimFrom(c.name, into, o.claimIdleMs, o.count, records))),
       takeWhile((es) => es.length > 0),
       tap((es) => (claimed += es.length)),
       map((es): ReadChunk => ({ entries: es, replay: true, records, source: into })),

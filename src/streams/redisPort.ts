@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
 import { defer, map } from 'rxjs';
 import { UPDATES_STREAM } from '../mapping/types';
-import type { DeliveryState, Settled } from './deliveryState';
+import type { BatchRecords, DeliveryState, Settled } from './deliveryState';
 import { decodeEntries, decodeReadReply } from './entries';
-import { flatRecord } from './lossMonitor';
+import { compareIds, flatRecord } from './lossMonitor';
 import type { ConsumerInfo, StreamPort } from './reader';
 
 export const groupName = (connectorId: string): string => `rest-outbound:${connectorId}`;
@@ -13,6 +13,12 @@ export const claimLeaseKey = (connectorId: string): string => `connectors:${conn
 const TOUCH_AFTER = '18446744073709551615-18446744073709551614';
 
 const num = (u: unknown): number => (typeof u === 'number' ? u : Number(u));
+
+/** The last ID of the recorded batch that holds `id` and goes on past it; undefined when none does. */
+export const lastOfBatch = (records: BatchRecords, id: string): string | undefined => {
+  for (const r of records.values()) if (compareIds(r.first, id) <= 0 && compareIds(id, r.last) < 0) return r.last;
+  return undefined;
+};
 
 /** `XINFO CONSUMERS` under RESP2: one flat `[name, n, pending, n, idle, ms, …]` per consumer. Total. */
 export const decodeConsumers = (u: unknown): ConsumerInfo[] =>
@@ -44,11 +50,17 @@ export const redisStreamPort = (blocking: Redis, connectorId: string, consumer: 
         blocking.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', UPDATES_STREAM, '>'),
       ).pipe(map((reply) => decodeReadReply(reply, UPDATES_STREAM))),
     consumers: () => defer(() => blocking.call('XINFO', 'CONSUMERS', UPDATES_STREAM, group)).pipe(map(decodeConsumers)),
-    claimFrom: (from, to, minIdleMs, count) =>
+    claimFrom: (from, to, minIdleMs, count, records) =>
       defer(async () => {
-        const pending = (await blocking.call('XPENDING', UPDATES_STREAM, group, '-', '+', count, from)) as unknown[];
-        const ids = pending.map((p) => String((p as unknown[])[0]));
+        const idsOf = (pending: unknown[]) => pending.map((p) => String((p as unknown[])[0]));
+        const ids = idsOf((await blocking.call('XPENDING', UPDATES_STREAM, group, '-', '+', count, from)) as unknown[]);
         if (ids.length === 0) return [];
+        // A page that ends inside a recorded batch takes the rest of it too: the one XCLAIM below
+        // moves whole batches. Cut in two, a batch whose first part was claimed and replayed (the
+        // round broke off: a timeout, a kill) went out again under its webhook-id with part of its
+        // points — the same id with another content (a chaos run saw it).
+        const last = lastOfBatch(records, ids[ids.length - 1]!);
+        if (last !== undefined) ids.push(...idsOf((await blocking.call('XPENDING', UPDATES_STREAM, group, `(${ids[ids.length - 1]}`, last, 1_000_000, from)) as unknown[]));
         const claimed = (await blocking.call('XCLAIM', UPDATES_STREAM, group, to, minIdleMs, ...ids)) as unknown[];
         // an entry deleted from the stream comes back as nil (Redis < 7) or not at all (Redis 7)
         return decodeEntries(claimed.filter((c) => c !== null));
