@@ -197,6 +197,9 @@ interface Receiver {
   readonly inbound: Set<string>;
   /** The seqs of each webhook-id's first copy, to show what differs when an id comes with another content. */
   readonly firstSeqs: Map<string, string>;
+  /** seq → the webhook-id of the first copy that carried it: a seq in a second first copy is reported with both ids. */
+  readonly seqId: Map<number, string>;
+  dedupReports: number;
 }
 
 /** A list of seqs as runs (`3-7,9,in12:1`), for the report. */
@@ -216,7 +219,7 @@ const startReceiver = async (name: string, delay: () => number): Promise<Receive
   const r: Receiver = {
     name, mode: 'ok', delay, url: `http://127.0.0.1:${port}/hook`, server: undefined as unknown as Server,
     ids: new Map(), raw: new Map(), dedup: new Map(), idsWithTwoContents: 0, repeats: [], firstSeen: new Map(), answeredTooLate: new Set(),
-    deadLettered: 0, deadLetterReasons: new Map(), inbound: new Set(), firstSeqs: new Map(),
+    deadLettered: 0, deadLetterReasons: new Map(), inbound: new Set(), firstSeqs: new Map(), seqId: new Map(), dedupReports: 0,
   };
   r.server = createServer((req, res) => {
     const arrived = Date.now();
@@ -243,7 +246,17 @@ const startReceiver = async (name: string, delay: () => number): Promise<Receive
           r.firstSeqs.set(id, ranges(points.map((p) => (typeof p.seq === 'number' ? p.seq : `in${p.value}:${p.ioa}`))));
           // the connector gave up on this copy (its timeout, or a stop's deadline): it sends it again, by design
           if (req.socket.destroyed || now - arrived >= TIMEOUT_MS - 50) r.answeredTooLate.add(id);
-          for (const s of seqs) r.dedup.set(s, (r.dedup.get(s) ?? 0) + 1);
+          for (const s of seqs) {
+            r.dedup.set(s, (r.dedup.get(s) ?? 0) + 1);
+            const before = r.seqId.get(s);
+            if (before !== undefined && r.dedupReports < 5) {
+              r.dedupReports++;
+              const firstAt = r.firstSeen.get(before)!;
+              const between = log.filter((l) => l.at >= firstAt - KILL_SLACK_MS && l.at <= now).map((l) => l.fault).join(',') || 'none';
+              say(`  ${r.name}: seq ${s} under ${before} (${r.firstSeqs.get(before)}) and again under ${id} (${ranges(seqs)}), ${now - firstAt} ms later; faults between: ${between}`);
+            }
+            r.seqId.set(s, id);
+          }
           for (const p of posted) r.inbound.add(p);
         } else {
           if (known !== hash) {
