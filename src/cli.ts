@@ -17,7 +17,8 @@ import { failureBody } from './mapping/responses';
 import { buildInbound } from './runtime/inbound';
 import { makeLogger } from './runtime/logger';
 import { buildOutbound } from './runtime/outbound';
-import { configKey, runConnector, type ConnectorKind, type Outcome } from './runtime/connector';
+import { configKey } from './mapping/keys';
+import { runConnector, type ConnectorKind, type Outcome } from './runtime/connector';
 import { describeConnectionError } from './runtime/datastore';
 import { VERSION } from './version';
 

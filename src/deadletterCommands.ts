@@ -3,7 +3,8 @@ import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import { parseManagedSettings, type Webhook } from './config/managed';
 import { safeUrl } from './config/urls';
-import { deadLetterStream, readBacklog, type BacklogEntry } from './streams/backlog';
+import { configKey, deadLetterStream } from './mapping/keys';
+import { readBacklog, type BacklogEntry } from './streams/backlog';
 import { classifyError, classifyResponse } from './streams/deliver';
 import { axiosPostBatch } from './streams/webhookClient';
 import { VERSION } from './version';
@@ -83,9 +84,9 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
       const http = axiosPostBatch(d.timeoutMs, `rest-connectors/${VERSION}`);
       try {
         const got = await d.withRedis(async (r) => {
-          const raw = await r.get(`connectors:${a.id}:config`);
+          const raw = await r.get(configKey(a.id));
           const settings = raw === null ? undefined : parseManagedSettings(raw);
-          if (settings !== undefined && E.isLeft(settings)) throw new Error(`connectors:${a.id}:config is invalid: ${settings.left.join('; ')}`);
+          if (settings !== undefined && E.isLeft(settings)) throw new Error(`${configKey(a.id)} is invalid: ${settings.left.join('; ')}`);
           const webhooks = settings?.right.webhooks ?? [];
           let delivered = 0;
           let failed = 0;

@@ -447,7 +447,10 @@ describe('stream reader', () => {
     claimPending?: Record<string, StreamEntry[][]>;
     consumers?: ConsumerInfo[];
     claims?: Record<string, StreamEntry[][]>;
-    lease?: boolean;
+    /** What each attempt to take the claim lease gets, in order (then true). */
+    leases?: boolean[];
+    /** What each reading of the consumers gets, in order (then `consumers`). */
+    consumersSeq?: ConsumerInfo[][];
     reads: Array<StreamEntry[] | 'error'>;
   }
   const RECORDS = new Map([['1-1', { first: '1-1', last: '1-2', done: new Set<string>() }]]);
@@ -476,8 +479,16 @@ describe('stream reader', () => {
         return of(1);
       },
       takeClaimLease: (ms) => {
-        calls.push(`lease ${ms}`);
-        return of(script.lease ?? true);
+        calls.push(`lease ${ms}@${ts.now()}`);
+        return of(script.leases?.shift() ?? true);
+      },
+      renewClaimLease: () => {
+        calls.push('renew');
+        return of(true);
+      },
+      releaseClaimLease: () => {
+        calls.push('release');
+        return of(1);
       },
       settled: () => of({ before: '1-0' }),
       forgetSettled: (st) => {
@@ -486,7 +497,7 @@ describe('stream reader', () => {
       },
       consumers: () => {
         calls.push('consumers');
-        return of(script.consumers ?? []);
+        return of(script.consumersSeq?.shift() ?? script.consumers ?? []);
       },
       claimFrom: (from, to, minIdle) => {
         calls.push(`claim ${from}>${to} ${minIdle}`);
@@ -519,8 +530,10 @@ describe('stream reader', () => {
       expectObservable(out.pipe(mapEvents2())).toBe('(ab)-d 4ms g 54ms f 4ms (e|)', { a: 'R1-1+@me', b: 'R1-2+@me', d: 'L2-0', g: 'L', f: 'R2-0+@me', e: 'L3-0' });
     });
     expect(calls).toEqual([
-      'group 0@0', 'load', 'consumers', 'pending 0', 'pending 1-1', 'pending 1-2', 'consumers', 'lease 500000', 'forget {"before":"1-0"}', 'read@0', 'read@5', 'read@10',
-      'group 0@65', 'load', 'consumers', 'pending 0', 'pending 2-0', 'consumers', 'lease 500000', 'forget {"before":"1-0"}', 'read@65',
+      'group 0@0', 'lease 500000@0', 'consumers', 'touch me', 'release', 'load', 'pending 0', 'pending 1-1', 'pending 1-2',
+      'consumers', 'lease 500000@0', 'forget {"before":"1-0"}', 'consumers', 'release', 'read@0', 'read@5', 'read@10',
+      'group 0@65', 'lease 500000@65', 'consumers', 'touch me', 'release', 'load', 'pending 0', 'pending 2-0',
+      'consumers', 'lease 500000@65', 'forget {"before":"1-0"}', 'consumers', 'release', 'read@65',
     ]);
     expect(errors).toHaveLength(1);
   });
@@ -547,8 +560,9 @@ describe('stream reader', () => {
       expectObservable(out.pipe(mapEvents2())).toBe('(ab)-(c|)', { a: 'R1-1,1-2+@me~dead', b: 'R4-0+@me~dead', c: 'L' });
     });
     expect(calls).toEqual([
-      'group 0@0', 'load', 'consumers', 'pending 0', 'pending me~old 0', 'consumers', 'touch me', 'touch me~old', 'delete me~done', 'lease 500000', 'forget {"before":"1-0"}', 'load',
-      'claim dead>me~dead 60000', 'claim dead>me~dead 60000', 'claim dead>me~dead 60000', 'read@0',
+      'group 0@0', 'lease 500000@0', 'consumers', 'touch me', 'touch me~old', 'release', 'load', 'pending 0', 'pending me~old 0',
+      'consumers', 'touch me', 'touch me~old', 'delete me~done', 'lease 500000@0', 'forget {"before":"1-0"}', 'consumers', 'load',
+      'renew', 'claim dead>me~dead 60000', 'renew', 'claim dead>me~dead 60000', 'renew', 'claim dead>me~dead 60000', 'release', 'read@0',
     ]);
     expect(claims).toEqual(['dead me~dead 3 61000']);
   });
@@ -565,17 +579,47 @@ describe('stream reader', () => {
       }, calls);
       expectObservable(readUpdates$(p, options(ts)).pipe(mapEvents2())).toBe('(ab)-(c|)', { a: 'R2-0,4-0+@me', b: 'R1-0,3-0+@me~dead', c: 'L' });
     });
-    expect(calls.slice(0, 7)).toEqual(['group 0@0', 'load', 'consumers', 'pending 0', 'pending 4-0', 'pending me~dead 0', 'pending me~dead 3-0']);
+    expect(calls.slice(0, 11)).toEqual([
+      'group 0@0', 'lease 500000@0', 'consumers', 'touch me', 'touch me~dead', 'release', 'load', 'pending 0', 'pending 4-0', 'pending me~dead 0', 'pending me~dead 3-0',
+    ]);
   });
 
   it('claims nothing while another replica holds the claim lease', () => {
     const ts = newScheduler();
     const calls: string[] = [];
     ts.run(({ expectObservable }) => {
-      const p = port(ts, { pending: [], lease: false, consumers: [{ name: 'dead', pending: 3, idleMs: 61000 }], claims: { dead: [[raw('1-1')]] }, reads: [] }, calls);
+      const p = port(ts, { pending: [], leases: [true, false], consumers: [{ name: 'dead', pending: 3, idleMs: 61000 }], claims: { dead: [[raw('1-1')]] }, reads: [] }, calls);
       expectObservable(readUpdates$(p, options(ts)).pipe(mapEvents2())).toBe('5ms (c|)', { c: 'L' });
     });
-    expect(calls).toEqual(['group 0@0', 'load', 'consumers', 'pending 0', 'consumers', 'touch dead', 'lease 500000', 'read@0'].filter((c) => c !== 'touch dead'));
+    expect(calls).toEqual(['group 0@0', 'lease 500000@0', 'consumers', 'touch me', 'release', 'load', 'pending 0', 'consumers', 'lease 500000@0', 'read@0']);
+  });
+
+  it('starting over, waits for the claim lease and shows itself alive before it re-reads its own entries: a claim round never overlaps its re-read', () => {
+    const ts = newScheduler();
+    const calls: string[] = [];
+    ts.run(({ expectObservable }) => {
+      // a claim round of another replica holds the lease for the first two tries
+      const p = port(ts, { pending: [[raw('1-0')]], leases: [false, false, true], reads: [] }, calls);
+      expectObservable(readUpdates$(p, options(ts)).pipe(mapEvents2())).toBe('100ms a 4ms (c|)', { a: 'R1-0+@me', c: 'L' });
+    });
+    expect(calls.slice(0, 8)).toEqual(['group 0@0', 'lease 500000@0', 'lease 500000@50', 'lease 500000@100', 'consumers', 'touch me', 'release', 'load']);
+  });
+
+  it('a claim round reads the consumers again under the lease: one that came back meanwhile (its owner restarted) is not claimed', () => {
+    const ts = newScheduler();
+    const calls: string[] = [];
+    ts.run(({ expectObservable }) => {
+      const p = port(ts, {
+        pending: [],
+        // start-over reading; the round's first reading (dead for 61 s); under the lease: it read again
+        consumersSeq: [[], [{ name: 'dead', pending: 3, idleMs: 61000 }], [{ name: 'dead', pending: 3, idleMs: 20 }]],
+        claims: { dead: [[raw('1-1')]] },
+        reads: [],
+      }, calls);
+      expectObservable(readUpdates$(p, options(ts)).pipe(mapEvents2())).toBe('5ms (c|)', { c: 'L' });
+    });
+    expect(calls.filter((c) => c.startsWith('claim'))).toEqual([]);
+    expect(calls).toContain('release');
   });
 
   it('creates the group at $ when StartFromLatest is true', () => {

@@ -73,6 +73,14 @@ describe('stream reply shapes under RESP2 (the protocol the connectors choose)',
     const other = redisStreamPort(client, 'x', 'other', state);
     expect(await lastValueFrom(port.takeClaimLease(1000))).toBe(true);
     expect(await lastValueFrom(other.takeClaimLease(1000))).toBe(false);
+    // renewed and given up only by its holder; a restarted process of the same name is another holder
+    const again = redisStreamPort(client, 'x', 'alive', state);
+    expect(await lastValueFrom(again.takeClaimLease(1000))).toBe(false);
+    expect([await lastValueFrom(other.renewClaimLease(1000)), await lastValueFrom(port.renewClaimLease(1000))]).toEqual([false, true]);
+    await lastValueFrom(other.releaseClaimLease());
+    expect(await lastValueFrom(other.takeClaimLease(1000))).toBe(false);
+    await lastValueFrom(port.releaseClaimLease());
+    expect(await lastValueFrom(other.takeClaimLease(1000))).toBe(true);
   });
 
   it('a claim page that would cut a recorded batch takes the rest of it in the same XCLAIM (whole batches at a time)', async () => {

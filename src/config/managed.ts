@@ -4,7 +4,7 @@ import * as t from 'io-ts';
 import { compilePath, type CompiledPath } from '../mapping/path';
 import { CASDU_MAX, IOA_MAX, TYPE_CODES, VALUE_TYPES, type Mapping, type TypeCode, type ValueType } from '../mapping/types';
 import { formatErrors } from './report';
-import { renderValue, tooDeep } from '../render';
+import { renderValue, tooDeep } from '../mapping/render';
 import { safeUrl } from './urls';
 
 /** CONTRACT 2: the managed settings under `connectors:{ID}:config`, after defaults. */

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from '../runtime/freePort';
 import { BIN_PATH } from '../version';
+import { configKey } from '../mapping/keys';
 
 const CLI = BIN_PATH;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -60,8 +61,8 @@ const main = async () => {
     { name: 'pump-running', topic: 'plant-a', casdu: 1, ioa: 2001, type: 30, valuePath: 'pumps[0].running', valueType: 'bool', timestampPath: 'ts' },
     { name: 'tap-position', topic: 'plant-a', casdu: 2, ioa: 7, type: 32, valuePath: 'transformer.tap', valueType: 'int' },
   ];
-  await client.set('connectors:demo-inbound:config', JSON.stringify({ displayName: 'Demo inbound', hostUrls: [`http://127.0.0.1:${inPort}`], mappings }));
-  await client.set('connectors:demo-outbound:config', JSON.stringify({ displayName: 'Demo outbound', hostUrls: [`http://127.0.0.1:${outPort}`], webhooks: [{ url: `http://127.0.0.1:${hookPort}/hook` }] }));
+  await client.set(configKey('demo-inbound'), JSON.stringify({ displayName: 'Demo inbound', hostUrls: [`http://127.0.0.1:${inPort}`], mappings }));
+  await client.set(configKey('demo-outbound'), JSON.stringify({ displayName: 'Demo outbound', hostUrls: [`http://127.0.0.1:${outPort}`], webhooks: [{ url: `http://127.0.0.1:${hookPort}/hook` }] }));
 
   const start = (kind: 'inbound' | 'outbound') => {
     const log = createWriteStream(join(dir, `${kind}.log`));

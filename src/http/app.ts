@@ -1,7 +1,8 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import type { Logger } from '../runtime/logger';
+import type { Logger } from 'pino';
 import { makeApiKeyCheck } from './auth';
+import { makeRequestLog } from './requestLog';
 import { withDataPath } from './dataPath';
 import type { Metrics } from './metrics';
 import { INACTIVE, NOT_CONNECTED, sendError, sendProblem } from './problem';
@@ -31,35 +32,6 @@ export interface AppDeps {
 const routeOf = (req: Request): string => {
   const r = (req as Request & { route?: { path?: unknown } }).route;
   return typeof r?.path === 'string' ? `${req.baseUrl}${r.path}` : 'unmatched';
-};
-
-/**
- * Starts the request's log line and metric sample, written when the response ends; `route` and
- * `path` are asked then (express knows the route only once it has matched one). The labelled
- * metric children are looked up once per (route, method, status) rather than hashed per request.
- */
-export type RequestLog = (req: IncomingMessage, res: ServerResponse, route: () => string, path: () => string) => void;
-
-const makeRequestLog = (log: Logger, metrics: Metrics): RequestLog => {
-  const counters = new Map<string, { inc(): void }>();
-  const timers = new Map<string, { observe(v: number): void }>();
-  return (req, res, routeNow, pathNow) => {
-    const start = process.hrtime.bigint();
-    res.once('close', () => {
-      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      const route = routeNow();
-      const method = req.method ?? '';
-      const status = res.headersSent ? res.statusCode : 0;
-      const key = `${route} ${method}`;
-      let timer = timers.get(key);
-      if (timer === undefined) timers.set(key, (timer = metrics.httpDuration.labels(route, method)));
-      let counter = counters.get(`${key} ${status}`);
-      if (counter === undefined) counters.set(`${key} ${status}`, (counter = metrics.httpRequests.labels(route, method, String(status))));
-      counter.inc();
-      timer.observe(seconds);
-      log.info({ method, route, path: pathNow(), status, durationMs: Math.round(seconds * 1e6) / 1e3, aborted: !res.writableFinished || undefined }, 'request');
-    });
-  };
 };
 
 /** What follows a thrown error or a rejected handler: a log line and 500 problem details. */

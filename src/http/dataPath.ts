@@ -1,5 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import type { RequestLog } from './app';
+import type { RequestLog } from './requestLog';
 
 /** A data route as the lean path sees it: its method and path, and its chain (key, inactive, handler). */
 export interface ServedRoute {

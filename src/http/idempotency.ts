@@ -15,8 +15,6 @@ const KEY = /^[\x21-\x7e]{1,255}$/;
 
 export const validIdempotencyKey = (header: string | string[] | undefined): header is string => typeof header === 'string' && KEY.test(header);
 
-export const idempotencyKey = (connectorId: string, key: string): string => `connectors:${connectorId}:idempotency:${key}`;
-
 /** SHA-256 over the topic and the body bytes, NUL between them (a topic cannot hold a NUL that a body could supply). */
 export const requestHash = (topic: string, body: Buffer | string): string => createHash('sha256').update(topic).update('\0').update(body).digest('hex');
 

@@ -1,6 +1,7 @@
 import * as E from 'fp-ts/Either';
 import { CASDU_MAX, IOA_MAX } from '../mapping/types';
 import { MAX_QUERY_PARAMETERS, type RawQuery } from './query';
+import { PROCESS_IMAGE_PREFIX, processImagePattern } from '../mapping/keys';
 
 export interface PointFilter {
   readonly casdu?: number;
@@ -49,11 +50,9 @@ export const decodePointFilter = (query: RawQuery): E.Either<QueryError, PointFi
 };
 
 /** The SCAN pattern of a filter with at most one address. */
-export const scanPattern = (f: PointFilter): string =>
-  `process:image:casdu:${f.casdu ?? '*'}:ioa:${f.ioa ?? '*'}`;
+export const scanPattern = (f: PointFilter): string => processImagePattern(f.casdu, f.ioa);
 
-
-const IMAGE_PREFIX = 'process:image:casdu:';
+const IMAGE_PREFIX = PROCESS_IMAGE_PREFIX;
 const IOA_INFIX = ':ioa:';
 
 /**

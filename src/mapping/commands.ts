@@ -1,11 +1,11 @@
 import type { MappingFailures, MappedPoint } from './apply';
-import { processImageKey, UPDATES_STREAM, type Mapping } from './types';
+import { errorsStream, processImageKey, UPDATES_STREAM } from './keys';
+import type { Mapping } from './types';
 
 /** A Redis command as plain data: name and arguments. */
 export type Command = readonly [string, ...string[]];
 
 export const ERRORS_MAXLEN = 10000;
-export const errorsStream = (connectorId: string): string => `connectors:${connectorId}:errors`;
 
 /**
  * CONTRACT 5.1, with one change of shape (issue 13): the process image keys are written by ONE

@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/Either';
-import { renderValue } from '../render';
+import { renderValue } from './render';
 import type { TypeCode, ValueType } from './types';
 
 /**

@@ -30,5 +30,3 @@ export interface DataPoint {
 export const CASDU_MAX = 65535;
 export const IOA_MAX = 16777215;
 
-export const processImageKey = (casdu: number, ioa: number): string => `process:image:casdu:${casdu}:ioa:${ioa}`;
-export const UPDATES_STREAM = 'process:updates';

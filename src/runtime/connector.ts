@@ -5,6 +5,7 @@ import { defer, type Subscription } from 'rxjs';
 import { parseManagedSettings, DEFAULT_SETTINGS, settingsForLog, type ManagedSettings } from '../config/managed';
 import { PARAMETERS, type StartupSettings } from '../config/startup';
 import { localUrls, removeAddressFile, writeAddressFile } from '../healthcheck';
+import { configKey } from '../mapping/keys';
 import { createApp, type DataRoute } from '../http/app';
 import { makeMetrics, type Metrics } from '../http/metrics';
 import { openApiDocument, type OpenApiPart } from '../http/openapi';
@@ -50,8 +51,6 @@ export interface ConnectorParts {
 }
 
 export type Outcome = { readonly code: number; readonly message?: string };
-
-export const configKey = (id: string): string => `connectors:${id}:config`;
 
 /** The HTTP app of a connector: the shell of createApp around the connector's own parts. */
 export const makeApp = (

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { defer, type Observable } from 'rxjs';
 import { safeUrl } from '../config/urls';
+import { deadLetterStream, redriveLeaseKey } from '../mapping/keys';
 import type { Batch } from './batches';
 import { compareIds, flatRecord } from './lossMonitor';
 import { persist } from './persist';
@@ -63,7 +64,6 @@ export interface LaneBacklog {
   lease(): Observable<boolean>;
 }
 
-export const deadLetterStream = (connectorId: string): string => `connectors:${connectorId}:deadletter`;
 
 /** The webhook-id's first stream ID: the batch's place in stream order. */
 const firstOf = (webhookId: string): string => webhookId.split('_')[0] ?? '0-0';
@@ -118,7 +118,7 @@ export interface RedisBacklogOptions {
 export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly size: () => number } => {
   const stream = deadLetterStream(o.connectorId);
   const url = safeUrl(o.url);
-  const leaseKey = `connectors:${o.connectorId}:redrive-lease:${o.index}`;
+  const leaseKey = redriveLeaseKey(o.connectorId, o.index);
   const persistHere = <A>(write: () => Promise<A>) => persist(o.retryMs, write, o.onWriteError);
   const known = new Map<string, Known>();
   /**

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { defer, map, type Observable } from 'rxjs';
 import { safeUrl } from '../config/urls';
-import { UPDATES_STREAM } from '../mapping/types';
+import { batchesKey, UPDATES_STREAM } from '../mapping/keys';
 import { persist } from './persist';
 import { compareIds } from './lossMonitor';
 
@@ -69,7 +69,6 @@ const isSettled = (last: string, s: Settled): boolean =>
  */
 export const webhookKey = (index: number, url: string): string => `${index} ${safeUrl(url)}`;
 
-export const batchesKey = (connectorId: string): string => `connectors:${connectorId}:batches`;
 
 /** Turns the hash into records; a mark without its record (never written so) is ignored. Total. */
 export const decodeRecords = (hash: Record<string, string>): Map<string, BatchRecord> => {

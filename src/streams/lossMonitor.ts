@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { UPDATES_STREAM } from '../mapping/types';
+import { UPDATES_STREAM } from '../mapping/keys';
 
 /** A flat `[key, value, key, value, …]` reply (RESP2) as a record. */
 export const flatRecord = (u: unknown): Record<string, unknown> => {

@@ -1,6 +1,6 @@
 import {
-  concat, concatMap, defer, EMPTY, expand, filter, finalize, ignoreElements, map, mergeMap, type Observable, of, repeat, retry,
-  type SchedulerLike, asyncScheduler, takeWhile, tap, timer,
+  concat, concatMap, defer, EMPTY, endWith, expand, filter, finalize, ignoreElements, last, map, mergeMap, type Observable, of, repeat, retry,
+  type SchedulerLike, asyncScheduler, take, takeWhile, tap, timer,
 } from 'rxjs';
 import type { BatchRecords, Settled } from './deliveryState';
 import type { StreamEntry } from './entries';
@@ -39,10 +39,15 @@ export interface StreamPort {
   /** XGROUP DELCONSUMER: only for a claim consumer of this process whose entries are all acknowledged. */
   deleteConsumer(consumer: string): Observable<unknown>;
   /**
-   * Takes the replicas' claim lease for `ms` (SET NX PX); false when another replica holds it. It
-   * is not released: it expires before this replica's next round.
+   * Takes the replicas' claim lease for `ms` (SET NX PX); false while another process holds it.
+   * Held for a claim round, and by a process that starts over for the moment it takes to show it is
+   * alive (see `readUpdates$`).
    */
   takeClaimLease(ms: number): Observable<boolean>;
+  /** Extends the lease by `ms` if this process still holds it; false when it does not. */
+  renewClaimLease(ms: number): Observable<boolean>;
+  /** Gives the lease up, if this process holds it. */
+  releaseClaimLease(): Observable<unknown>;
   /** Which entries are known to be acknowledged (see `Settled`). */
   settled(): Observable<Settled>;
   /** The delivery records (batches formed and not acknowledged), read back from the data store. */
@@ -107,9 +112,17 @@ export interface ReadChunk {
  *
  * A claim round (CONTRACT 4.3) first keeps this process's consumers alive (`touch`: a consumer
  * holding entries in flight is never taken for dead, even on a quiet stream) and deletes its
- * claim consumers left empty; then, under a lease that one replica holds at a time, it takes the
- * whole pending list of every other consumer that has not read for `claimIdleMs` into a claim
- * consumer of its own (`claimConsumer`) — never an entry of this process.
+ * claim consumers left empty; then, under a lease that one process holds at a time, it reads the
+ * consumers again and takes the whole pending list of every other consumer that has not read for
+ * `claimIdleMs` into a claim consumer of its own (`claimConsumer`), whole recorded batches at a
+ * time — never an entry of this process.
+ *
+ * The same lease keeps a claim and an owner's own replay apart: a process that starts over (a
+ * restart under the same consumer name, as a pod's container is restarted) takes the lease and
+ * touches its consumers before it re-reads them. So a claim round either took the whole pending
+ * list before (nothing is left to re-read) or finds the consumer alive and takes nothing. Without
+ * it, a claim that began before the restart went on while the owner re-read, and each re-formed a
+ * part of one batch (a chaos run saw a batch's tail sent again under another webhook-id).
  */
 export const readUpdates$ = (port: StreamPort, o: ReaderOptions): Observable<ReadChunk> => {
   const scheduler = o.scheduler ?? asyncScheduler;
@@ -123,21 +136,36 @@ export const readUpdates$ = (port: StreamPort, o: ReaderOptions): Observable<Rea
       map((es): ReadChunk => ({ entries: es.filter((e) => !o.isInFlight(e.id)), replay: true, records, source: consumer })),
       filter((c) => c.entries.length > 0),
     );
-  const pending$ = defer(() => port.loadRecords()).pipe(
-    mergeMap((records) =>
-      port.consumers().pipe(
-        mergeMap((cs) => {
-          const claims = cs.filter((c) => isClaimConsumerOf(self, c.name) && c.pending > 0).map((c) => c.name);
-          return of(self, ...claims).pipe(concatMap((name) => pendingOf$(name, records)));
-        }),
-      ),
+  const leaseMs = Math.max(Math.floor(o.claimEveryMs / 2), 1);
+  /**
+   * `work$`'s last value, with the lease held while it runs and given up before the value goes on
+   * (waited for: a claim round holds it for a moment; a crashed holder's lease expires).
+   */
+  const underLease = <A>(work$: Observable<A>): Observable<A> =>
+    defer(() => port.takeClaimLease(leaseMs)).pipe(
+      mergeMap((held) => (held ? of(true) : timer(o.retryMs, scheduler).pipe(mergeMap(() => EMPTY)))),
+      repeat({ delay: () => of(0) }),
+      take(1),
+      mergeMap(() => work$.pipe(last())),
+      mergeMap((value) => defer(() => port.releaseClaimLease()).pipe(map(() => value))),
+    );
+  const pending$ = underLease(
+    defer(() => port.consumers()).pipe(
+      mergeMap((cs) => {
+        const claims = cs.filter((c) => isClaimConsumerOf(self, c.name) && c.pending > 0).map((c) => c.name);
+        return of(self, ...claims).pipe(concatMap((name) => port.touch(name)), ignoreElements(), endWith(claims));
+      }),
     ),
+  ).pipe(
+    mergeMap((claims) => port.loadRecords().pipe(mergeMap((records) => of(self, ...claims).pipe(concatMap((name) => pendingOf$(name, records)))))),
   );
   const claimFrom$ = (c: ConsumerInfo, records: BatchRecords): Observable<ReadChunk> => {
     const into = claimConsumer(self, c.name);
     let claimed = 0;
-    return port.claimFrom(c.name, into, o.claimIdleMs, o.count, records).pipe(
-      expand((es) => (es.length === 0 ? EMPTY : port.claimFrom(c.name, into, o.claimIdleMs, o.count, records))),
+    // each page under the lease, renewed: a round that outlives it stops rather than race an owner
+    const page$ = () => port.renewClaimLease(leaseMs).pipe(mergeMap((held) => (held ? port.claimFrom(c.name, into, o.claimIdleMs, o.count, records) : of([]))));
+    return page$().pipe(
+      expand((es) => (es.length === 0 ? EMPTY : page$())),
       takeWhile((es) => es.length > 0),
       tap((es) => (claimed += es.length)),
       map((es): ReadChunk => ({ entries: es, replay: true, records, source: into })),
@@ -151,17 +179,23 @@ export const readUpdates$ = (port: StreamPort, o: ReaderOptions): Observable<Rea
       concat(
         of(...cs.filter((c) => mine(c.name) && (c.name === self || c.pending > 0))).pipe(concatMap((c) => port.touch(c.name)), ignoreElements()),
         of(...cs.filter((c) => isClaimConsumerOf(self, c.name) && c.pending === 0)).pipe(concatMap((c) => port.deleteConsumer(c.name)), ignoreElements()),
-        defer(() => port.takeClaimLease(Math.max(Math.floor(o.claimEveryMs / 2), 1))).pipe(
-          mergeMap((held) => {
-            const dead = cs.filter((c) => !mine(c.name) && c.pending > 0 && c.idleMs > o.claimIdleMs);
-            return !held
+        defer(() => port.takeClaimLease(leaseMs)).pipe(
+          mergeMap((held) =>
+            !held
               ? EMPTY
               : concat(
                   defer(() => port.settled()).pipe(mergeMap((s) => port.forgetSettled(s)), ignoreElements()),
-                  // read back after the dead consumers stopped writing: their records are complete
-                  defer(() => (dead.length === 0 ? EMPTY : port.loadRecords())).pipe(mergeMap((records) => of(...dead).pipe(concatMap((c) => claimFrom$(c, records))))),
-                );
-          }),
+                  // who is dead, read again under the lease: an owner that came back meanwhile is alive
+                  defer(() => port.consumers()).pipe(
+                    mergeMap((now) => {
+                      const dead = now.filter((c) => !mine(c.name) && c.pending > 0 && c.idleMs > o.claimIdleMs);
+                      // read back after the dead consumers stopped writing: their records are complete
+                      return dead.length === 0 ? EMPTY : port.loadRecords().pipe(mergeMap((records) => of(...dead).pipe(concatMap((c) => claimFrom$(c, records)))));
+                    }),
+                  ),
+                  defer(() => port.releaseClaimLease()).pipe(ignoreElements()),
+                ),
+          ),
         ),
       ),
     ),

@@ -1,13 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { defer, map } from 'rxjs';
-import { UPDATES_STREAM } from '../mapping/types';
+import { claimLeaseKey, groupName, UPDATES_STREAM } from '../mapping/keys';
 import type { BatchRecords, DeliveryState, Settled } from './deliveryState';
 import { decodeEntries, decodeReadReply } from './entries';
 import { compareIds, flatRecord } from './lossMonitor';
 import type { ConsumerInfo, StreamPort } from './reader';
 
-export const groupName = (connectorId: string): string => `rest-outbound:${connectorId}`;
-export const claimLeaseKey = (connectorId: string): string => `connectors:${connectorId}:claim-lease`;
 
 /** One below the highest stream ID (see `touch`). */
 const TOUCH_AFTER = '18446744073709551615-18446744073709551614';
@@ -31,6 +30,8 @@ export const decodeConsumers = (u: unknown): ConsumerInfo[] =>
  */
 export const redisStreamPort = (blocking: Redis, connectorId: string, consumer: string, state: DeliveryState): StreamPort => {
   const group = groupName(connectorId);
+  /** This process's claim lease value: its consumer name and a token of its own (a restarted process of the same name is another holder). */
+  const token = `${consumer} ${randomUUID()}`;
   return {
     consumer,
     createGroup: (start) =>
@@ -69,7 +70,13 @@ export const redisStreamPort = (blocking: Redis, connectorId: string, consumer: 
     // answered without looking the consumer up): nothing comes back, and the consumer was seen
     touch: (owner) => defer(() => blocking.call('XREADGROUP', 'GROUP', group, owner, 'COUNT', 1, 'STREAMS', UPDATES_STREAM, TOUCH_AFTER)),
     deleteConsumer: (owner) => defer(() => blocking.call('XGROUP', 'DELCONSUMER', UPDATES_STREAM, group, owner)),
-    takeClaimLease: (ms) => defer(() => blocking.set(claimLeaseKey(connectorId), consumer, 'PX', ms, 'NX')).pipe(map((r) => r === 'OK')),
+    takeClaimLease: (ms) => defer(() => blocking.set(claimLeaseKey(connectorId), token, 'PX', ms, 'NX')).pipe(map((r) => r === 'OK')),
+    // GET then PEXPIRE / DEL: between the two the lease could pass to another holder only if it
+    // expired meanwhile, which a renewal well within its time does not let happen
+    renewClaimLease: (ms) =>
+      defer(async () => (await blocking.get(claimLeaseKey(connectorId))) === token && (await blocking.pexpire(claimLeaseKey(connectorId), ms)) === 1),
+    releaseClaimLease: () =>
+      defer(async () => ((await blocking.get(claimLeaseKey(connectorId))) === token ? blocking.del(claimLeaseKey(connectorId)) : 0)),
     settled: () =>
       defer(async (): Promise<Settled> => {
         const summary = (await blocking.call('XPENDING', UPDATES_STREAM, group)) as unknown[];

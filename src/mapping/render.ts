@@ -1,4 +1,4 @@
-import { WrittenNumber } from './mapping/writtenNumbers';
+import { WrittenNumber } from './writtenNumbers';
 
 /**
  * A value of outside data as an error text shows it: JSON, cut at `max` characters, with arrays

@@ -1,0 +1,35 @@
+/**
+ * Every Redis key the connectors read or write (CONTRACT 8), named in one place. It lives on the
+ * lowest floor that uses a key (the inbound core writes the process image, the stream and the
+ * error stream); every other floor takes its key names from here.
+ */
+
+/** The process image: one JSON data point per address. */
+export const processImageKey = (casdu: number, ioa: number): string => `process:image:casdu:${casdu}:ioa:${ioa}`;
+/** What a GET of several points scans for: `*` where an address part is not given. */
+export const processImagePattern = (casdu: number | undefined, ioa: number | undefined): string =>
+  `process:image:casdu:${casdu ?? '*'}:ioa:${ioa ?? '*'}`;
+export const PROCESS_IMAGE_PREFIX = 'process:image:casdu:';
+
+/** Every update to the process image, in order. */
+export const UPDATES_STREAM = 'process:updates';
+
+/** The consumer group of an outbound connector on `process:updates`. */
+export const groupName = (connectorId: string): string => `rest-outbound:${connectorId}`;
+
+const connector = (connectorId: string, what: string): string => `connectors:${connectorId}:${what}`;
+
+/** Managed settings (CONTRACT 2). */
+export const configKey = (connectorId: string): string => connector(connectorId, 'config');
+/** The inbound connector's failed mappings. */
+export const errorsStream = (connectorId: string): string => connector(connectorId, 'errors');
+/** An `Idempotency-Key`'s stored answer (CONTRACT 5.1.1). */
+export const idempotencyKey = (connectorId: string, key: string): string => connector(connectorId, `idempotency:${key}`);
+/** The webhooks' backlogs (CONTRACT 4.4). */
+export const deadLetterStream = (connectorId: string): string => connector(connectorId, 'deadletter');
+/** Batch boundaries and which webhooks have each batch (CONTRACT 4.3). */
+export const batchesKey = (connectorId: string): string => connector(connectorId, 'batches');
+/** The replicas' lease on claim rounds. */
+export const claimLeaseKey = (connectorId: string): string => connector(connectorId, 'claim-lease');
+/** The replicas' lease on redriving webhook `index`'s backlog. */
+export const redriveLeaseKey = (connectorId: string, index: number): string => connector(connectorId, `redrive-lease:${index}`);
