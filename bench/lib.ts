@@ -2,7 +2,7 @@ import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { freePort } from '../src/runtime/freePort';
+import { freePort } from '../support/freePort';
 import { BIN_PATH } from '../src/version';
 export { freePort };
 

@@ -9,7 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startRedisServer } from '../src/runtime/redisServer';
+import { startRedisServer } from '../support/redisServer';
 import { benchMappingsConfig, benchPayload } from './fixtures';
 import {
   cpuMs, freePort, httpGet, memory, nextMessage, printTable, resetPeak, saveResult, SECONDS, sleep,

@@ -41,8 +41,8 @@ import { createServer as createTcpServer, connect as tcpConnect, type Server as 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from '../src/runtime/freePort';
-import { startRedisServer } from '../src/runtime/redisServer';
+import { freePort } from '../support/freePort';
+import { startRedisServer } from '../support/redisServer';
 import { BIN_PATH } from '../src/version';
 
 const SECONDS = Number(process.env.CHAOS_SECONDS ?? 300);

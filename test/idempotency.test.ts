@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { buildInbound } from '../src/runtime/inbound';
-import { startRedisServer } from '../src/runtime/redisServer';
+import { startRedisServer } from '../support/redisServer';
 import { eventually } from './helpers/cli';
 import { postJson, request } from './helpers/http';
 import { startInProcess, type InProcess } from './helpers/inProcess';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from '../src/runtime/freePort';
+import { freePort } from '../support/freePort';
 import { Connector, eventually, runCli } from './helpers/cli';
 import { postJson, request } from './helpers/http';
 import { Receiver } from './helpers/receiver';

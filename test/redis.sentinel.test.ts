@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { freePort } from '../src/runtime/freePort';
+import { freePort } from '../support/freePort';
 import { Connector, eventually } from './helpers/cli';
 import { rmSync } from 'node:fs';
 import { makeCerts, startSentinelSet, type SentinelSet } from './helpers/ha';

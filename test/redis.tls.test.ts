@@ -1,9 +1,9 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startRedisServer } from '../src/runtime/redisServer';
+import { startRedisServer } from '../support/redisServer';
 import { Redis } from 'ioredis';
-import { freePort } from '../src/runtime/freePort';
+import { freePort } from '../support/freePort';
 import { Connector, eventually, runCli } from './helpers/cli';
 import { makeCerts, startTlsRedis, type Certs, type Server } from './helpers/ha';
 import { postJson, request } from './helpers/http';

@@ -3,7 +3,9 @@ import { lastValueFrom } from 'rxjs';
 import { redisDeliveryState } from '../src/streams/deliveryState';
 import { decodeEntry, decodeReadReply } from '../src/streams/entries';
 import { redisStreamPort } from '../src/streams/redisPort';
-import { compareIds, makeLossTracker, readGroupHealth } from '../src/streams/lossMonitor';
+import { readGroupHealth } from '../src/streams/groupHealth';
+import { makeLossTracker } from '../src/streams/lossTracker';
+import { compareIds } from '../src/streams/streamIds';
 import { TestRedis } from './helpers/redis';
 
 let redis: TestRedis;

@@ -9,7 +9,7 @@ import { createServer as createHttpServer, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from '../runtime/freePort';
+import { freePort } from '../../support/freePort';
 import { BIN_PATH } from '../version';
 import { configKey } from '../mapping/keys';
 

@@ -5,7 +5,8 @@ import { outboundOpenApi, outboundRoutes, webhooksRoute } from '../http/outbound
 import { incrementalCollector } from './collector';
 import { redisBacklog } from '../streams/backlog';
 import { webhookLane, exponentialBackoff, QUEUE_CAP } from '../streams/deliver';
-import { readGroupHealth, makeLossTracker } from '../streams/lossMonitor';
+import { readGroupHealth } from '../streams/groupHealth';
+import { makeLossTracker } from '../streams/lossTracker';
 import { pushPipeline$ } from '../streams/pipeline';
 import { readUpdates$ } from '../streams/reader';
 import { redisDeliveryState } from '../streams/deliveryState';

@@ -3,7 +3,8 @@ import { defer, type Observable } from 'rxjs';
 import { safeUrl } from '../config/urls';
 import { deadLetterStream, redriveLeaseKey } from '../mapping/keys';
 import type { Batch } from './batches';
-import { compareIds, flatRecord } from './lossMonitor';
+import { flatRecord } from './replies';
+import { compareIds } from './streamIds';
 import { persist } from './persist';
 
 /**

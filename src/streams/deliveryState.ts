@@ -3,7 +3,7 @@ import { defer, map, type Observable } from 'rxjs';
 import { safeUrl } from '../config/urls';
 import { batchesKey, UPDATES_STREAM } from '../mapping/keys';
 import { persist } from './persist';
-import { compareIds } from './lossMonitor';
+import { compareIds } from './streamIds';
 
 /**
  * What must survive a crash of the push side (CONTRACT 4.3): which batches were formed from which

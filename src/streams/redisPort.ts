@@ -4,7 +4,8 @@ import { defer, map } from 'rxjs';
 import { claimLeaseKey, groupName, UPDATES_STREAM } from '../mapping/keys';
 import type { BatchRecords, DeliveryState, Settled } from './deliveryState';
 import { decodeEntries, decodeReadReply } from './entries';
-import { compareIds, flatRecord } from './lossMonitor';
+import { flatRecord } from './replies';
+import { compareIds } from './streamIds';
 import type { ConsumerInfo, StreamPort } from './reader';
 
 

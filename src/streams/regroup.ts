@@ -1,7 +1,7 @@
 import { Observable, type OperatorFunction } from 'rxjs';
 import type { BatchRecord } from './deliveryState';
 import type { StreamEntry } from './entries';
-import { compareIds } from './lossMonitor';
+import { compareIds } from './streamIds';
 import type { ReadChunk } from './reader';
 
 /**

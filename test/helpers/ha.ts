@@ -4,8 +4,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from '../../src/runtime/freePort';
-import { startRedisServer } from '../../src/runtime/redisServer';
+import { freePort } from '../../support/freePort';
+import { startRedisServer } from '../../support/redisServer';
 
 /**
  * Production-shaped Redis for tests (issue 11): certificates made with openssl, TLS servers, and a

@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from '../../src/runtime/freePort';
-import { startRedisServer } from '../../src/runtime/redisServer';
+import { freePort } from '../../support/freePort';
+import { startRedisServer } from '../../support/redisServer';
 export { freePort };
 
 

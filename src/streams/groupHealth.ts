@@ -1,23 +1,7 @@
 import type { Redis } from 'ioredis';
 import { UPDATES_STREAM } from '../mapping/keys';
-
-/** A flat `[key, value, key, value, …]` reply (RESP2) as a record. */
-export const flatRecord = (u: unknown): Record<string, unknown> => {
-  const out: Record<string, unknown> = {};
-  if (!Array.isArray(u)) return out;
-  for (let i = 0; i + 1 < u.length; i += 2) out[String(u[i])] = u[i + 1];
-  return out;
-};
-
-/** Stream IDs `ms-seq` compared numerically. */
-export const compareIds = (a: string, b: string): number => {
-  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint?];
-  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint?];
-  if (am !== bm) return am < bm ? -1 : 1;
-  const x = as ?? 0n;
-  const y = bs ?? 0n;
-  return x === y ? 0 : x < y ? -1 : 1;
-};
+import { flatRecord, numberOrNull } from './replies';
+import { compareIds } from './streamIds';
 
 export interface GroupHealth {
   readonly length: number;
@@ -29,7 +13,6 @@ export interface GroupHealth {
   readonly behindFirstEntry: boolean;
 }
 
-const num = (u: unknown): number | null => (typeof u === 'number' ? u : typeof u === 'string' && u !== '' ? Number(u) : null);
 
 /**
  * What XINFO says about the group (CONTRACT 4.3, loss detection): a reader that falls behind a
@@ -47,9 +30,9 @@ export const readGroupHealth = async (redis: Redis, group: string): Promise<Grou
   const g = (Array.isArray(groups) ? groups : []).map(flatRecord).find((r) => r.name === group);
   if (g === undefined) return null;
   const s = flatRecord(stream);
-  const length = num(s.length) ?? 0;
-  const entriesAdded = num(s['entries-added']);
-  const entriesRead = num(g['entries-read']);
+  const length = numberOrNull(s.length) ?? 0;
+  const entriesAdded = numberOrNull(s['entries-added']);
+  const entriesRead = numberOrNull(g['entries-read']);
   const first = Array.isArray(s['first-entry']) ? String((s['first-entry'] as unknown[])[0]) : null;
   const lastDelivered = String(g['last-delivered-id'] ?? '0-0');
   const behindFirstEntry = first !== null && compareIds(lastDelivered, first) < 0 && lastDelivered !== '0-0'
@@ -64,37 +47,5 @@ export const readGroupHealth = async (redis: Redis, group: string): Promise<Grou
   // position is the stream's last ID has read everything, whatever that bookkeeping says
   const lastGenerated = typeof s['last-generated-id'] === 'string' ? s['last-generated-id'] : null;
   const caughtUp = lastGenerated !== null && compareIds(lastDelivered, lastGenerated) >= 0;
-  return { length, lag: caughtUp ? 0 : num(g.lag), pending: num(g.pending) ?? 0, trimmedUnread, behindFirstEntry };
-};
-
-export interface LossReport {
-  readonly newlyLost: number | null;
-  readonly lagWarning: boolean;
-}
-
-/**
- * Turns successive health readings into what to report: entries newly found lost (each counted
- * once), and a lag warning when the lag first passes half the stream's length.
- */
-export const makeLossTracker = () => {
-  let reported = 0;
-  let unknownReported = false;
-  let warned = false;
-  return (h: GroupHealth): LossReport => {
-    let newlyLost: number | null = 0;
-    if (h.behindFirstEntry) {
-      if (h.trimmedUnread === null) {
-        newlyLost = unknownReported ? 0 : null;
-        unknownReported = true;
-      }
-      else if (h.trimmedUnread > reported) {
-        newlyLost = h.trimmedUnread - reported;
-        reported = h.trimmedUnread;
-      }
-    }
-    const over = h.lag !== null && h.length > 0 && h.lag > h.length / 2;
-    const lagWarning = over && !warned;
-    warned = over;
-    return { newlyLost, lagWarning };
-  };
+  return { length, lag: caughtUp ? 0 : numberOrNull(g.lag), pending: numberOrNull(g.pending) ?? 0, trimmedUnread, behindFirstEntry };
 };
