@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { buildInbound } from '../src/runtime/inbound';
-import { outboundOpenApi, outboundRoutes } from '../src/http/outbound';
+import { outboundOpenApi } from '../src/http/openapi/outbound';
+import { outboundRoutes } from '../src/http/outbound';
 import type { ConnectorContext } from '../src/runtime/connector';
 import { request } from './helpers/http';
 import { startInProcess, type InProcess } from './helpers/inProcess';

@@ -130,7 +130,8 @@ describe('case 13: parameters that would disable safety are startup errors', () 
 describe('cases 12 and 14: query strings and GET-all', () => {
   const { startInProcess } = require('./helpers/inProcess') as typeof import('./helpers/inProcess');
   const { buildInbound } = require('../src/runtime/inbound') as typeof import('../src/runtime/inbound');
-  const { outboundRoutes, outboundOpenApi } = require('../src/http/outbound') as typeof import('../src/http/outbound');
+  const { outboundRoutes } = require('../src/http/outbound') as typeof import('../src/http/outbound');
+  const { outboundOpenApi } = require('../src/http/openapi/outbound') as typeof import('../src/http/openapi/outbound');
   const pull = (ctx: import('../src/runtime/connector').ConnectorContext) => ({
     dataRoutes: outboundRoutes({ redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, log: ctx.log, metrics: ctx.metrics }),
     openapi: outboundOpenApi,
@@ -198,7 +199,8 @@ describe('case 15: codes and texts', () => {
   const { buildInbound } = require('../src/runtime/inbound') as typeof import('../src/runtime/inbound');
   /** The outbound connector's data routes in the test process, against the test's Redis. */
   const startOutbound = () => {
-    const { outboundRoutes, outboundOpenApi } = require('../src/http/outbound') as typeof import('../src/http/outbound');
+    const { outboundRoutes } = require('../src/http/outbound') as typeof import('../src/http/outbound');
+    const { outboundOpenApi } = require('../src/http/openapi/outbound') as typeof import('../src/http/openapi/outbound');
     return startInProcess('outbound', (ctx) => ({
       dataRoutes: outboundRoutes({ redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, log: ctx.log, metrics: ctx.metrics }),
       openapi: outboundOpenApi,

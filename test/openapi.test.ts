@@ -133,7 +133,7 @@ ${calls}
 });
 
 it('servers: an address on every interface becomes a {host} variable', () => {
-  const { serversOf } = require('../src/http/openapi') as typeof import('../src/http/openapi');
+  const { serversOf } = require('../src/http/openapi/document') as typeof import('../src/http/openapi/document');
   expect(serversOf(['http://0.0.0.0:8080', 'http://[::]:8081', 'http://10.1.2.3:80'])).toEqual([
     { url: 'http://{host}:8080', variables: { host: { default: 'localhost', description: expect.any(String) } } },
     { url: 'http://{host}:8081', variables: { host: { default: 'localhost', description: expect.any(String) } } },

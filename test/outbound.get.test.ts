@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { outboundRoutes } from '../src/http/outbound';
-import { outboundOpenApi } from '../src/http/outbound';
+import { outboundOpenApi } from '../src/http/openapi/outbound';
 import type { ConnectorContext } from '../src/runtime/connector';
 import { startInProcess, type InProcess } from './helpers/inProcess';
 import { get as get_ } from 'node:http';

@@ -5,7 +5,6 @@ import type { Redis } from 'ioredis';
 import { processImageKey } from '../mapping/keys';
 import type { Logger } from 'pino';
 import type { Metrics } from './metrics';
-import { problem, type OpenApiPart } from './openapi';
 import { decodePointFilter, imageAddress, scanPattern, type PointFilter } from './outboundQuery';
 import { parseRawQuery } from './query';
 import { NOT_CONNECTED, sendError, sendJsonText, sendProblem } from './problem';
@@ -254,101 +253,3 @@ export const webhooksRoute = (board: () => readonly object[]): DataRoute => ({
     sendJsonText(res, 200, JSON.stringify({ webhooks: board() }));
   },
 });
-
-export const dataPointSchema = {
-  type: 'object',
-  required: ['casdu', 'ioa', 'type', 'value', 'timestamp', 'source'],
-  additionalProperties: true,
-  properties: {
-    casdu: { type: 'integer', minimum: 0, maximum: 65535 },
-    ioa: { type: 'integer', minimum: 0, maximum: 16777215 },
-    type: { type: 'integer', enum: [1, 13, 30, 32, 36] },
-    value: { type: ['boolean', 'number'], description: 'boolean for 1 and 30; number for 13 and 36; integer -64..63 for 32' },
-    timestamp: { type: 'string', format: 'date-time', examples: ['2026-11-21T10:15:00.000Z'] },
-    source: { type: 'string', description: 'Id of the connector that wrote the point' },
-  },
-};
-
-export const outboundOpenApi: OpenApiPart = {
-  paths: {
-    '/api/webhooks': {
-      get: {
-        operationId: 'getWebhooks',
-        summary: 'Delivery status of every configured webhook: state, failures, in flight, queued, backlog',
-        responses: {
-          '200': { description: 'one entry per webhook, in configuration order', content: { 'application/json': { schema: { $ref: '#/components/schemas/WebhookStatusList' } } } },
-          '401': problem('API keys are configured and none valid was given'),
-          '503': problem('connector inactive'),
-        },
-      },
-    },
-    '/api/datapoints': {
-      get: {
-        operationId: 'getDataPoints',
-        summary: 'Current data points, sorted by casdu then ioa',
-        parameters: [
-          { name: 'casdu', in: 'query', required: false, schema: { type: 'integer', minimum: 0, maximum: 65535 }, description: 'station address (digits only; leading zeros allowed)' },
-          { name: 'ioa', in: 'query', required: false, schema: { type: 'integer', minimum: 0, maximum: 16777215 }, description: 'point address (digits only; leading zeros allowed)' },
-        ],
-        responses: {
-          '200': { description: 'matching points', content: { 'application/json': { schema: { $ref: '#/components/schemas/DataPointList' } } } },
-          '400': { description: 'invalid_casdu or invalid_ioa', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
-          '401': problem('API keys are configured and none valid was given'),
-          '503': problem('connector inactive, or data store not connected'),
-        },
-      },
-    },
-  },
-  webhooks: {
-    dataPointBatch: {
-      post: {
-        operationId: 'receiveDataPointBatch',
-        summary: 'A batch of updates, POSTed by the outbound connector to every configured webhook',
-        description:
-          'One request per batch per webhook, with the webhook\'s configured headers. De-duplicate by webhook-id: it is the same on every retry, for every webhook, and after a restart.',
-        parameters: [
-          { name: 'webhook-id', in: 'header', required: true, schema: { type: 'string', pattern: '^[0-9]+-[0-9]+_[0-9]+-[0-9]+$' }, description: '{first}_{last}: stream IDs of the batch\'s first and last entries' },
-          { name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'string', pattern: '^[0-9]+$' }, description: 'Unix seconds when this attempt was sent' },
-          { name: 'webhook-signature', in: 'header', required: false, schema: { type: 'string' }, description: 'with a secret: space-separated `v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>`, one per secret' },
-          { name: 'User-Agent', in: 'header', required: true, schema: { type: 'string', pattern: '^rest-connectors/' } },
-        ],
-        requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/DataPointList' } } } },
-        responses: {
-          '2XX': { description: 'delivered' },
-          '408': { description: 'retried with backoff' },
-          '429': { description: 'retried; Retry-After honoured up to 30 s' },
-          '5XX': { description: 'retried with backoff (Retry-After honoured on 503)' },
-          default: { description: 'any other answer: not retried, the batch is dead-lettered for this webhook' },
-        },
-      },
-    },
-  },
-  schemas: {
-    WebhookStatusList: {
-      type: 'object', required: ['webhooks'],
-      properties: {
-        webhooks: {
-          type: 'array',
-          items: {
-            type: 'object',
-            required: ['index', 'host', 'state', 'consecutiveFailures', 'lastSuccessAt', 'lastFailureAt', 'lastError', 'inFlight', 'queued', 'backlog'],
-            properties: {
-              index: { type: 'integer', minimum: 0 },
-              host: { type: 'string', description: 'host and port of the URL; never the full URL, query, header or secret' },
-              state: { type: 'string', enum: ['healthy', 'retrying', 'open', 'redriving'] },
-              consecutiveFailures: { type: 'integer', minimum: 0, description: 'batches in a row that ended in the backlog' },
-              lastSuccessAt: { type: ['string', 'null'], format: 'date-time' },
-              lastFailureAt: { type: ['string', 'null'], format: 'date-time' },
-              lastError: { type: ['string', 'null'] },
-              inFlight: { type: 'integer', minimum: 0 },
-              queued: { type: 'integer', minimum: 0 },
-              backlog: { type: 'integer', minimum: 0, description: 'batches waiting to be redriven' },
-            },
-          },
-        },
-      },
-    },
-    DataPoint: dataPointSchema,
-    DataPointList: { type: 'object', required: ['datapoints'], properties: { datapoints: { type: 'array', items: { $ref: '#/components/schemas/DataPoint' } } } },
-  },
-};

@@ -8,7 +8,7 @@ import { localUrls, removeAddressFile, writeAddressFile } from '../healthcheck';
 import { configKey } from '../mapping/keys';
 import { createApp, type DataRoute } from '../http/app';
 import { makeMetrics, type Metrics } from '../http/metrics';
-import { openApiDocument, type OpenApiPart } from '../http/openapi';
+import { openApiDocument, type OpenApiPart } from '../http/openapi/document';
 import { watchConfig$ } from '../streams/watchConfig';
 import { VERSION } from '../version';
 import { connectDatastore, type Datastore } from './datastore';

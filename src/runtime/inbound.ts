@@ -1,6 +1,7 @@
 import { byTopic } from '../mapping/commands';
 import { makeBodyBudget } from '../http/body';
-import { inboundOpenApi, inboundRoutes } from '../http/inbound';
+import { inboundRoutes } from '../http/inbound';
+import { inboundOpenApi } from '../http/openapi/inbound';
 import type { ConnectorContext, ConnectorParts } from './connector';
 import { connectDatastore, type Datastore } from './datastore';
 

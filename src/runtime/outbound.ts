@@ -1,7 +1,8 @@
 import { defer, EMPTY, exhaustMap, from, interval, merge, mergeMap, type Observable, catchError, concat, tap, ignoreElements } from 'rxjs';
 import type { Webhook } from '../config/managed';
 import { urlHost } from '../config/urls';
-import { outboundOpenApi, outboundRoutes, webhooksRoute } from '../http/outbound';
+import { outboundRoutes, webhooksRoute } from '../http/outbound';
+import { outboundOpenApi } from '../http/openapi/outbound';
 import { incrementalCollector } from './collector';
 import { redisBacklog } from '../streams/backlog';
 import { webhookLane, exponentialBackoff, QUEUE_CAP } from '../streams/deliver';
