@@ -10,6 +10,7 @@ import { parseConnectionString, toRedisOptions, type TlsFiles } from './config/c
 import { parseManagedSettings, type ManagedSettings } from './config/managed';
 import { collectRaw, loadStartupSettings, PARAMETERS, type StartupSettings } from './config/startup';
 import { parseTime, runDeadletter } from './deadletterCommands';
+import { deliveryDefaults } from './streams/subscription';
 import { addressFileSetting, healthcheck } from './healthcheck';
 import { applyMappings } from './mapping/apply';
 import { byTopic } from './mapping/commands';
@@ -278,11 +279,12 @@ const deadletterCommand = async (args: string[], io: Io): Promise<Outcome> => {
   }
   const json = sub === 'list' && takeFlag(args, '--json');
   if (args.length > 0) return usage(io, `unexpected argument '${args[0]}'`, help);
-  const startup = startupSettings(false);
-  const timeoutMs = E.isRight(startup) ? startup.right.webhooks.timeoutMilliseconds : 10000;
+  // the startup parameters' delivery settings (a replayed request's time limit), or the defaults
+  const startup = E.orElse(() => loadStartupSettings(collectRaw({}, {}), { requireId: false, hostname: hostname() }))(startupSettings(false));
+  if (E.isLeft(startup)) return { code: 2, message: startup.left.join('; ') };
   return runDeadletter(
     { sub, id, json, ...(webhookRaw !== undefined ? { webhook: Number(webhookRaw) } : {}), ...times },
-    { out: io.out, withRedis, timeoutMs, now: Date.now },
+    { out: io.out, withRedis, delivery: deliveryDefaults(startup.right.webhooks), now: Date.now },
   );
 };
 

@@ -1,12 +1,13 @@
 import * as E from 'fp-ts/Either';
 import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
-import { parseManagedSettings, type Webhook } from './config/managed';
+import { parseManagedSettings } from './config/managed';
 import { safeUrl } from './config/urls';
 import { configKey, deadLetterStream } from './mapping/keys';
-import { readBacklog, type BacklogEntry } from './streams/backlog';
-import { classifyError, classifyResponse } from './streams/deliver';
-import { axiosPostBatch } from './streams/webhookClient';
+import { backlogBatch, readBacklog, type BacklogEntry } from './streams/backlog';
+import { classifyError, classifyResponse } from './streams/answers';
+import { makeSubscriptions, type DeliverySettings, type Subscription } from './streams/subscription';
+import { webhookClient, type WebhookClient } from './streams/webhookClient';
 import { VERSION } from './version';
 
 /**
@@ -16,7 +17,8 @@ import { VERSION } from './version';
 export interface DeadletterDeps {
   readonly out: (s: string) => void;
   readonly withRedis: <A>(fn: (r: Redis) => Promise<A>) => Promise<E.Either<string, A>>;
-  readonly timeoutMs: number;
+  /** The delivery settings of the startup parameters (a replayed request's time limit). */
+  readonly delivery: DeliverySettings;
   readonly now: () => number;
 }
 
@@ -53,9 +55,9 @@ const matches = (a: DeadletterArgs) => (e: BacklogEntry): boolean =>
   (a.since === undefined || entryTime(e) >= a.since) &&
   (a.before === undefined || entryTime(e) < a.before);
 
-/** The webhook an entry belongs to in the current configuration: its index, or (older entries without one) its URL. */
-const webhookOf = (e: BacklogEntry, webhooks: readonly Webhook[]): Webhook | undefined =>
-  e.webhook !== null ? webhooks[e.webhook] : webhooks.find((w) => safeUrl(w.url) === e.url);
+/** The subscription an entry belongs to in the current configuration: by its index, or (older entries without one) its URL. */
+const subscriptionOf = (e: BacklogEntry, subs: readonly Subscription[]): Subscription | undefined =>
+  e.webhook !== null ? subs[e.webhook] : subs.find((s) => safeUrl(s.webhook.url) === e.url);
 
 export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promise<{ code: number; message?: string }> => {
   switch (a.sub) {
@@ -81,25 +83,30 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
       return { code: 0 };
     }
     case 'replay': {
-      const http = axiosPostBatch(d.timeoutMs, `rest-connectors/${VERSION}`);
+      // one client per subscription, as the connector has
+      const clients = new Map<number, WebhookClient>();
+      const clientOf = (s: Subscription) => {
+        let c = clients.get(s.index);
+        if (c === undefined) clients.set(s.index, (c = webhookClient(s, `rest-connectors/${VERSION}`)));
+        return c;
+      };
       try {
         const got = await d.withRedis(async (r) => {
           const raw = await r.get(configKey(a.id));
           const settings = raw === null ? undefined : parseManagedSettings(raw);
           if (settings !== undefined && E.isLeft(settings)) throw new Error(`${configKey(a.id)} is invalid: ${settings.left.join('; ')}`);
-          const webhooks = settings?.right.webhooks ?? [];
+          const subs = makeSubscriptions(settings?.right.webhooks ?? [], d.delivery);
           let delivered = 0;
           let failed = 0;
           for (const e of (await readBacklog(r, a.id)).filter(matches(a))) {
-            const w = webhookOf(e, webhooks);
-            if (w === undefined) {
+            const s = subscriptionOf(e, subs);
+            if (s === undefined) {
               failed++;
               d.out(`${e.id}  ${e.webhookId}: failed: webhook ${e.webhook ?? e.url} is not configured`);
               continue;
             }
             // CONTRACT 4.4: once, without retries, to the webhook's current URL, whatever the circuit and the reason
-            const batch = { webhookId: e.webhookId, first: e.webhookId.split('_')[0] ?? e.id, ids: [], body: e.body, size: points(e), recorded: true, done: new Set<string>() };
-            const result = await firstValueFrom(http.post(w, batch)).then((res) => classifyResponse(res, d.now()), classifyError);
+            const result = await firstValueFrom(clientOf(s).post(backlogBatch(e, e.body, points(e)))).then((res) => classifyResponse(res, d.now()), classifyError);
             if (result.ok) {
               await r.xdel(deadLetterStream(a.id), e.id);
               delivered++;
@@ -114,7 +121,7 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
         d.out(`delivered ${got.right.delivered}, failed ${got.right.failed}`);
         return { code: got.right.failed > 0 ? 1 : 0 };
       } finally {
-        http.close();
+        for (const c of clients.values()) c.close();
       }
     }
   }

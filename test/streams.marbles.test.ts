@@ -2,12 +2,15 @@ import { map, NEVER, Observable, of, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { batches, toBatch, type Batch } from '../src/streams/batches';
 import { byStreamOrder, REDRIVABLE, type BacklogItem, type BacklogReason, type LaneBacklog } from '../src/streams/backlog';
-import { webhookLane, type LaneObserver, type PostBatch, type WebhookResponse, type LaneResult } from '../src/streams/deliver';
+import type { PostBatch, WebhookResponse } from '../src/streams/answers';
+import { webhookLane, type LaneObserver, type LaneResult } from '../src/streams/deliver';
 import type { DecodedEntry, StreamEntry } from '../src/streams/entries';
 import { pushPipeline$, type PipelineEvent } from '../src/streams/pipeline';
 import { readUpdates$, type ConsumerInfo, type ReaderOptions, type ReadChunk, type StreamPort } from '../src/streams/reader';
 import { regroup } from '../src/streams/regroup';
 import type { Webhook } from '../src/config/managed';
+import { webhookKey } from '../src/streams/deliveryState';
+import { makeSubscriptions, type DeliverySettings, type Subscription } from '../src/streams/subscription';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 const entry = (id: string): DecodedEntry => ({ id, json: JSON.stringify({ v: id }) });
@@ -98,7 +101,7 @@ const scripted = (
   /** The `v` of each request's points (what a receiver would see, also for redriven batches). */
   const bodies: string[] = [];
   const counts = new Map<string, number>();
-  const post: PostBatch = (_w, batch) => {
+  const post: PostBatch = (batch) => {
     const n = (counts.get(batch.webhookId) ?? 0) + 1;
     counts.set(batch.webhookId, n);
     attempts.push({ batch: batch.ids.join(''), at: ts.now() });
@@ -113,30 +116,28 @@ const scripted = (
   return { post, attempts, bodies, maxOpen };
 };
 
-const lane = (ts: TestScheduler, post: PostBatch, over: Partial<Parameters<typeof webhookLane>[0]> = {}, deadLettered: string[] = []) => {
+/** A lane over a subscription with these settings (the rest as below) and this backlog (else an in-memory one). */
+type LaneOver = Partial<DeliverySettings> & { readonly index?: number; readonly webhook?: Webhook; readonly backlog?: LaneBacklog; readonly observer?: LaneObserver };
+const lane = (ts: TestScheduler, post: PostBatch, over: LaneOver = {}, deadLettered: string[] = []) => {
   const mem = memoryBacklog();
+  const { index = 0, webhook = hook('http://a/'), backlog, observer = quiet, ...settings } = over;
+  const subscription: Subscription = {
+    index, webhook, key: webhookKey(index, webhook.url), host: new URL(webhook.url).host,
+    settings: { maxAttempts: 5, maxInFlight: 4, queueCap: 1000, circuitThreshold: 1000, probeIntervalMs: 1000, autoRedrive: false, timeoutMs: 1000, ...settings },
+  };
   return webhookLane({
-    index: 0,
-    webhook: hook('http://a/'),
-    key: '0 http://a/',
+    subscription,
     post,
-    maxAttempts: 5,
-    maxInFlight: 4,
-    queueCap: 1000,
     backoff: (n) => 100 * 2 ** (n - 1),
-    backlog: {
+    backlog: backlog ?? {
       ...mem.backlog,
       append: (b, reason, error, attempts) => {
         deadLettered.push(`${b.ids.join('')}:${error}:${attempts}`);
         return mem.backlog.append(b, reason, error, attempts);
       },
     },
-    circuitThreshold: 1000,
-    probeIntervalMs: 1000,
-    autoRedrive: false,
-    observer: quiet,
+    observer,
     scheduler: ts,
-    ...over,
   });
 };
 
@@ -221,16 +222,16 @@ describe('webhook lane', () => {
     expect(dead).toEqual(['c:queue full (2 batches):0']);
   });
 
-  it('catches a failing dead-letter write: the lane goes on', () => {
+  it('a failed backlog append never counts as dead-lettered: the batch waits until its entry is written (tried again every probe interval); the lane goes on', () => {
     const ts = newScheduler();
+    const mem = memoryBacklog(ts);
     ts.run(({ cold, expectObservable }) => {
-      const hookA = scripted(ts, () => ({ status: 404 }));
-      const out = cold<Batch>('ab|', { a: batchOf('a'), b: batchOf('b') }).pipe(
-        lane(ts, hookA.post, { backlog: { ...memoryBacklog().backlog, append: () => throwError(() => new Error('redis down')) } }),
-        mapOutcome(),
-      );
-      expectObservable(out).toBe('5ms x (y|)', { x: 'a:deadlettered', y: 'b:deadlettered' });
+      const hookA = scripted(ts, (b) => (b.ids.join('') === 'a' ? { status: 404 } : ok));
+      const failing: LaneBacklog = { ...mem.backlog, append: (...args) => (ts.now() < 2000 ? throwError(() => new Error('redis down')) : mem.backlog.append(...args)) };
+      const out = cold<Batch>('ab|', { a: batchOf('a'), b: batchOf('b') }).pipe(lane(ts, hookA.post, { backlog: failing }), mapOutcome());
+      expectObservable(out).toBe('6ms y 1998ms (x|)', { x: 'a:deadlettered', y: 'b:delivered' });
     });
+    expect(mem.log).toEqual(['a:refused:HTTP 404:1@2005']);
   });
 });
 
@@ -304,10 +305,10 @@ describe('push pipeline', () => {
     marks: string[] = [],
   ) =>
     pushPipeline$({
-      webhooks,
+      subscriptions: makeSubscriptions(webhooks, { maxAttempts, maxInFlight: 4, queueCap: 1000, circuitThreshold: 1000, probeIntervalMs: 1000, autoRedrive: false, timeoutMs: 1000 }),
       windowMs: 10,
       maxSize: 100,
-      lane: (index, webhook, key) => lane(ts, posts[webhook.url]!, { index, webhook, key, maxAttempts }),
+      lane: (s) => lane(ts, posts[s.webhook.url]!, { index: s.index, webhook: s.webhook, maxAttempts }),
       state: {
         record: (ids) => {
           records.push(`${ids[0]}_${ids[ids.length - 1]}@${ts.now()}`);

@@ -1,8 +1,9 @@
-import type { Webhook } from '../config/managed';
-import { safeUrl, urlHost } from '../config/urls';
+import { safeUrl } from '../config/urls';
 import type { Metrics } from '../http/metrics';
 import type { BacklogReason } from '../streams/backlog';
-import type { AttemptResult, LaneObserver, LaneStatus, WebhookState } from '../streams/deliver';
+import type { AttemptResult } from '../streams/answers';
+import type { LaneObserver, LaneStatus, WebhookState } from '../streams/deliver';
+import type { Subscription } from '../streams/subscription';
 import type { Logger } from './logger';
 
 /** One webhook as `GET /api/webhooks` shows it (CONTRACT 4.4): never a full URL, query, header or secret. */
@@ -22,9 +23,9 @@ export interface WebhookStatus {
 export const STATES: readonly WebhookState[] = ['healthy', 'retrying', 'open', 'redriving'];
 
 /** The delivery status of every configured webhook, written by their lanes' observers. */
-export const makeStatusBoard = (webhooks: readonly Webhook[]): WebhookStatus[] =>
-  webhooks.map((w, index) => ({
-    index, host: urlHost(w.url), state: 'healthy', consecutiveFailures: 0, lastSuccessAt: null, lastFailureAt: null,
+export const makeStatusBoard = (subscriptions: readonly Subscription[]): WebhookStatus[] =>
+  subscriptions.map(({ index, host }) => ({
+    index, host, state: 'healthy', consecutiveFailures: 0, lastSuccessAt: null, lastFailureAt: null,
     lastError: null, inFlight: 0, queued: 0, backlog: 0,
   }));
 
@@ -34,15 +35,15 @@ const resultLabel = (r: AttemptResult): string =>
 const METRIC_REASON: Record<BacklogReason, string> = { exhausted: 'exhausted', overflow: 'overflow', circuit: 'circuit', refused: 'refused' };
 
 /**
- * The observer of webhook `index`'s lane: one log line per failed attempt, per batch that goes to
+ * The observer of a subscription's lane: one log line per failed attempt, per batch that goes to
  * the backlog and per change of state; metrics labelled by index and host; the status board.
  */
 export const laneObserver = (
-  index: number,
-  w: Webhook,
+  s: Subscription,
   deps: { log: Logger; metrics: Metrics; board: WebhookStatus[]; backlogSize: () => number; now?: () => Date },
 ): LaneObserver & { readonly backlogChanged: () => void } => {
-  const host = urlHost(w.url);
+  const { index, host } = s;
+  const w = s.webhook;
   const labels = { webhook: String(index), host };
   const status = deps.board[index]!;
   const now = deps.now ?? (() => new Date());

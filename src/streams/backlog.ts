@@ -66,6 +66,15 @@ export interface LaneBacklog {
 }
 
 
+/**
+ * A backlog entry as a batch to send again: its original webhook-id and body (CONTRACT 4.4). The
+ * one way from an entry to a batch, for the lane's redrive and the operator's replay alike; it is
+ * recorded already and goes to its own webhook only.
+ */
+export const backlogBatch = (item: Pick<BacklogItem, 'id' | 'webhookId'>, body: string, size = 0): Batch => ({
+  webhookId: item.webhookId, first: firstOf(item.webhookId) || item.id, ids: [], body, size, recorded: true, done: new Set(),
+});
+
 /** The webhook-id's first stream ID: the batch's place in stream order. */
 const firstOf = (webhookId: string): string => webhookId.split('_')[0] ?? '0-0';
 const isStreamId = (s: string): boolean => /^[0-9]+-[0-9]+$/.test(s);

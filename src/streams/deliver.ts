@@ -1,53 +1,14 @@
 import {
-  asyncScheduler, catchError, concat, defer, EMPTY, finalize, from, ignoreElements, map, merge, mergeMap, type Observable, of, type SchedulerLike,
+  asyncScheduler, catchError, concat, defer, EMPTY, finalize, from, ignoreElements, last, map, merge, mergeMap, type Observable, of, retry, type SchedulerLike,
   Subject, take, takeUntil, timer,
 } from 'rxjs';
-import type { Webhook } from '../config/managed';
 import type { Batch } from './batches';
-import { REDRIVABLE, type BacklogItem, type BacklogReason, type LaneBacklog } from './backlog';
+import { backlogBatch, type BacklogItem, type BacklogReason, type LaneBacklog } from './backlog';
+import * as L from './laneState';
+import type { WebhookState } from './laneState';
 import { makeLimiter } from './limiter';
-
-/** What a webhook answered. A timeout or network failure is an error of the observable instead. */
-export interface WebhookResponse {
-  readonly status: number;
-  readonly retryAfter?: string | undefined;
-}
-
-/** The effect of sending one attempt; the live one is axios, marble tests pass cold observables. */
-export type PostBatch = (webhook: Webhook, batch: Batch) => Observable<WebhookResponse>;
-
-export type AttemptResult =
-  | { readonly ok: true; readonly status: number }
-  | { readonly ok: false; readonly retryable: boolean; readonly status?: number; readonly reason: string; readonly retryAfterMs?: number };
-
-export const RETRY_AFTER_CAP_MS = 30_000;
-
-/** `Retry-After` as seconds or an HTTP date, capped at 30 s; undefined when absent or unreadable. */
-export const parseRetryAfter = (value: string | undefined, now: number): number | undefined => {
-  if (value === undefined) return undefined;
-  const v = value.trim();
-  const ms = /^[0-9]+$/.test(v) ? Number(v) * 1000 : Date.parse(v) - now;
-  return Number.isFinite(ms) ? Math.min(Math.max(ms, 0), RETRY_AFTER_CAP_MS) : undefined;
-};
-
-/** CONTRACT 4.2: 2xx success; 408, 429, 5xx retried (honouring Retry-After on 429/503); other answers not. */
-export const classifyResponse = (r: WebhookResponse, now: number): AttemptResult => {
-  const s = r.status;
-  if (s >= 200 && s < 300) return { ok: true, status: s };
-  const retryable = s === 408 || s === 429 || s >= 500;
-  const retryAfterMs = s === 429 || s === 503 ? parseRetryAfter(r.retryAfter, now) : undefined;
-  return { ok: false, retryable, status: s, reason: `HTTP ${s}`, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
-};
-
-export const classifyError = (err: unknown): AttemptResult => ({
-  ok: false,
-  retryable: true,
-  reason: err instanceof Error ? err.message : String(err),
-});
-
-/** About 0.5 s, 1 s, 2 s, 4 s … with ±25 % jitter, so that webhooks retried together spread out. */
-export const exponentialBackoff = (random: () => number = Math.random) => (attempt: number): number =>
-  Math.round(500 * 2 ** (attempt - 1) * (0.75 + random() * 0.5));
+import type { Subscription } from './subscription';
+import { classifyError, classifyResponse, type AttemptResult, type PostBatch } from './answers';
 
 /** `skipped`: a re-formed batch this webhook has already (CONTRACT 4.3): not sent again. */
 export type LaneOutcome = 'delivered' | 'deadlettered' | 'skipped';
@@ -58,8 +19,7 @@ export interface LaneResult {
   readonly outcome: LaneOutcome;
 }
 
-/** The state of a webhook as `GET /api/webhooks` and `webhook_state` show it (CONTRACT 4.4). */
-export type WebhookState = 'healthy' | 'retrying' | 'open' | 'redriving';
+export type { WebhookState } from './laneState';
 
 /** Hooks for logs, metrics and the delivery status, called at the edge; the lane itself never logs. */
 export interface LaneObserver {
@@ -80,84 +40,57 @@ export interface LaneStatus {
 }
 
 export interface LaneOptions {
-  readonly index: number;
-  readonly webhook: Webhook;
-  /** The webhook as the delivery records know it (`webhookKey`). */
-  readonly key: string;
+  readonly subscription: Subscription;
+  /** The subscription's own client (`webhookClient`); marble tests pass cold observables. */
   readonly post: PostBatch;
-  readonly maxAttempts: number;
-  readonly maxInFlight: number;
-  /** Batches accepted and not yet finished; beyond it a batch goes to the backlog at once. */
-  readonly queueCap: number;
   readonly backoff: (attempt: number) => number;
   readonly backlog: LaneBacklog;
-  /** Batches in a row ending in the backlog as exhausted or refused that open the circuit. */
-  readonly circuitThreshold: number;
-  readonly probeIntervalMs: number;
-  readonly autoRedrive: boolean;
   readonly observer: LaneObserver;
   readonly scheduler?: SchedulerLike;
 }
 
-export const QUEUE_CAP = 1000;
-
 /**
- * One webhook's lane (CONTRACT 4.2, 4.4). Every batch gets its first attempt in stream order,
- * with at most `maxInFlight` requests open; a batch waiting to be retried holds no request slot,
- * so it never holds back later batches. A batch that exhausts its attempts, is refused or
- * overflows the queue goes to the webhook's backlog. After `circuitThreshold` batches in a row end
- * there as exhausted or refused, the circuit opens: new batches go straight to the backlog and the
- * oldest backlog entry is sent as a probe every `probeIntervalMs`, until one answers 2xx. While
- * the circuit is closed and the backlog holds redrivable entries, they are re-sent oldest first,
- * and new batches join the end of the backlog instead of overtaking it, so that first attempts
- * reach the receiver in stream order. Every error is caught here, per batch: the lane never
- * errors, and other webhooks never notice any of it.
+ * One webhook's lane (CONTRACT 4.2, 4.4): RxJS glue over its state (`laneState.ts`, where the
+ * rules and their invariants are). Every batch gets its first attempt in stream order, with at
+ * most `maxInFlight` requests open; a batch waiting to be retried holds no request slot, so it
+ * never holds back later batches. What the state says goes to the backlog is appended there; after
+ * `circuitThreshold` failures in a row the circuit opens and the oldest backlog entry is sent as a
+ * probe every `probeIntervalMs` until one answers 2xx; while the circuit is closed and redrivable
+ * entries wait, they are re-sent oldest first. Every error is caught here, per batch: the lane
+ * never errors, and other webhooks never notice any of it.
  */
 export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Observable<LaneResult> =>
   defer(() => {
+    const { settings, index } = o.subscription;
     const scheduler = o.scheduler ?? asyncScheduler;
-    const limiter = makeLimiter(o.maxInFlight);
-    let depth = 0;
-    let waitingRetry = 0;
-    let failures = 0;
-    let open = false;
-    /**
-     * Redrivable entries may wait in the backlog: set by appends, cleared by an empty scan. Unknown
-     * at the start (a previous run may have left some): true until the first scan says otherwise.
-     */
-    let backlogWaits = o.autoRedrive;
-    /** Appends since the redrive's last scan began: an empty scan only counts when none came meanwhile. */
-    let appendsSinceScan = 0;
-    let redriving = false;
+    const limiter = makeLimiter(settings.maxInFlight);
+    let state = L.initialLaneState(settings);
     const wake$ = new Subject<void>();
     const done$ = new Subject<void>();
-    const result = (batch: Batch, outcome: LaneOutcome): LaneResult => ({ webhook: o.index, batch, outcome });
-    const state = (): WebhookState =>
-      open ? 'open' : redriving || (o.autoRedrive && backlogWaits) ? 'redriving' : waitingRetry > 0 ? 'retrying' : 'healthy';
-    const report = () => o.observer.status({ state: state(), consecutiveFailures: failures, inFlight: limiter.active(), queued: depth });
-    /** A batch that ended in the backlog as exhausted or refused counts toward the circuit; a 2xx resets it. */
-    const failed = () => {
-      failures++;
-      if (failures >= o.circuitThreshold && !open) {
-        open = true;
-        wake$.next();
-      }
+    const result = (batch: Batch, outcome: LaneOutcome): LaneResult => ({ webhook: index, batch, outcome });
+    const report = () =>
+      o.observer.status({ state: L.shownState(state, settings), consecutiveFailures: state.failures, inFlight: limiter.active(), queued: state.depth });
+    const succeeded = () => {
+      state = L.delivered(state);
       report();
     };
-    const succeeded = () => {
-      failures = 0;
+    const failed = () => {
+      const [next, { opened }] = L.failed(state, settings);
+      state = next;
+      if (opened) wake$.next();
       report();
     };
 
+    /** Invariant 8: the batch is dead-lettered once its entry is written (the append retries until it is). */
     const toBacklog$ = (batch: Batch, reason: BacklogReason, error: string, attempts: number): Observable<LaneResult> =>
       defer(() => o.backlog.append(batch, reason, error, attempts)).pipe(
-        catchError(() => of(null)),
+        // the live append retries by itself; a port that fails anyway is tried again, never skipped
+        retry({ delay: () => timer(settings.probeIntervalMs, scheduler) }),
+        last(null, null),
         map(() => {
-          if (REDRIVABLE.has(reason)) {
-            backlogWaits = true;
-            appendsSinceScan++;
-            wake$.next();
-          }
+          const [next, { wake }] = L.appended(state, reason);
+          state = next;
+          if (wake) wake$.next();
           o.observer.finished(batch, 'deadlettered', attempts, error, reason);
           return result(batch, 'deadlettered');
         }),
@@ -170,7 +103,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
         defer(() => {
           started = scheduler.now();
           report();
-          return o.post(o.webhook, batch);
+          return o.post(batch);
         }).pipe(
           map((answer) => classifyResponse(answer, scheduler.now())),
           catchError((err: unknown) => of(classifyError(err))),
@@ -184,15 +117,15 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
     const attempts$ = (batch: Batch, n: number): Observable<{ ok: true } | { ok: false; retryable: boolean; error: string; attempts: number }> =>
       send$(batch).pipe(
         mergeMap(({ r, seconds }) => {
-          const willRetry = !r.ok && r.retryable && n < o.maxAttempts;
+          const willRetry = !r.ok && r.retryable && n < settings.maxAttempts;
           o.observer.attempt(r, n, seconds, willRetry);
           if (r.ok) return of({ ok: true as const });
           if (willRetry) {
-            waitingRetry++;
+            state = L.retryScheduled(state);
             report();
             return timer(r.retryAfterMs ?? o.backoff(n), scheduler).pipe(
               mergeMap(() => {
-                waitingRetry--;
+                state = L.retryDue(state);
                 return attempts$(batch, n + 1);
               }),
             );
@@ -216,16 +149,12 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
 
     // --- redrive and probes -------------------------------------------------------------------
 
-    const asBatch = (item: BacklogItem, body: string): Batch => ({
-      webhookId: item.webhookId, first: item.webhookId.split('_')[0] ?? item.id, ids: [], body, size: 0, recorded: true, done: new Set(),
-    });
-
     /** One backlog entry re-sent: with the usual retries (redrive), or one request (probe). */
     const redriveOne$ = (item: BacklogItem, probe: boolean): Observable<boolean | null> =>
       o.backlog.fetch(item).pipe(
         mergeMap((body) => {
           if (body === null) return of(null); // gone meanwhile (a replica, an operator, the cap): nothing to send
-          const batch = asBatch(item, body);
+          const batch = backlogBatch(item, body);
           type End = { ok: true } | { ok: false; error: string; attempts: number };
           const end$: Observable<End> = probe
             ? send$(batch).pipe(map(({ r, seconds }): End => {
@@ -250,13 +179,13 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
 
     /** While the circuit is open: every probe interval, the oldest redrivable entry, once. */
     const probe$ = (): Observable<unknown> =>
-      timer(o.probeIntervalMs, scheduler).pipe(
+      timer(settings.probeIntervalMs, scheduler).pipe(
         mergeMap(() => o.backlog.lease()),
         mergeMap((held) => (held ? o.backlog.pending() : of([] as BacklogItem[]))),
         mergeMap((items) => (items.length === 0 ? of(false) : redriveOne$(items[0]!, true))),
         map((delivered) => {
-          if (delivered === true && open) {
-            open = false;
+          if (delivered === true && state.open) {
+            state = L.probeDelivered(state);
             report();
           }
         }),
@@ -270,30 +199,29 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
      */
     const pass$ = (): Observable<unknown> =>
       defer(() => {
-        appendsSinceScan = 0;
+        state = L.scanStarted(state);
         return o.backlog.pending();
       }).pipe(
         mergeMap((items) => {
+          const before = state;
+          state = L.scanned(state, items.length);
           if (items.length === 0) {
-            if (appendsSinceScan === 0) {
-              backlogWaits = false;
-              report();
-            }
+            if (state !== before) report();
             return of(null);
           }
           return o.backlog.lease().pipe(
             mergeMap((held) => {
-              if (!held) return timer(o.probeIntervalMs, scheduler);
-              redriving = true;
+              if (!held) return timer(settings.probeIntervalMs, scheduler);
+              state = L.redriveStarted(state);
               report();
               // checked as each entry's turn comes: the circuit may open meanwhile, and the lease
               // (renewed on every entry) may have passed to another replica
               const next$ = (item: BacklogItem) =>
-                defer(() => (open ? EMPTY : o.backlog.lease().pipe(mergeMap((still) => (still ? redriveOne$(item, false) : EMPTY)))));
+                defer(() => (state.open ? EMPTY : o.backlog.lease().pipe(mergeMap((still) => (still ? redriveOne$(item, false) : EMPTY)))));
               return from(items).pipe(
-                mergeMap(next$, o.maxInFlight),
+                mergeMap(next$, settings.maxInFlight),
                 finalize(() => {
-                  redriving = false;
+                  state = L.redriveEnded(state);
                   report();
                 }),
               );
@@ -301,29 +229,33 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
           );
         }),
         ignoreElements(),
-        catchError(() => timer(o.probeIntervalMs, scheduler)),
+        catchError(() => timer(settings.probeIntervalMs, scheduler)),
       );
 
     const redrive$ = defer(function step(): Observable<unknown> {
-      const next$ = open ? probe$() : o.autoRedrive && backlogWaits ? pass$() : wake$.pipe(take(1));
+      const what = L.nextRedrive(state, settings);
+      const next$ = what === 'probe' ? probe$() : what === 'pass' ? pass$() : wake$.pipe(take(1));
       return concat(next$.pipe(ignoreElements()), defer(step));
     }).pipe(takeUntil(done$), ignoreElements());
 
     const lane$ = batches$.pipe(
       mergeMap((batch) => {
-        if (batch.done.has(o.key)) return of(result(batch, 'skipped'));
-        // CONTRACT 4.4: an open circuit, or older backlog entries waiting, send new batches to the backlog
-        if (open) return toBacklog$(batch, 'circuit', 'circuit open', 0);
-        if (o.autoRedrive && backlogWaits) return toBacklog$(batch, 'circuit', 'older batches wait in the backlog', 0);
-        if (depth >= o.queueCap) return toBacklog$(batch, 'overflow', `queue full (${o.queueCap} batches)`, 0);
-        depth++;
-        o.observer.queueDepth(depth);
-        return live$(batch).pipe(
-          finalize(() => {
-            depth--;
-            o.observer.queueDepth(depth);
-          }),
-        );
+        const [next, arrival] = L.arrive(state, settings, batch.done.has(o.subscription.key));
+        state = next;
+        switch (arrival.kind) {
+          case 'skip':
+            return of(result(batch, 'skipped'));
+          case 'backlog':
+            return toBacklog$(batch, arrival.reason, arrival.error, 0);
+          case 'live':
+            o.observer.queueDepth(state.depth);
+            return live$(batch).pipe(
+              finalize(() => {
+                state = L.liveFinished(state);
+                o.observer.queueDepth(state.depth);
+              }),
+            );
+        }
       }),
       finalize(() => done$.next()),
     );

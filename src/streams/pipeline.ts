@@ -1,20 +1,21 @@
 import {
   concatMap, connect, defer, endWith, filter, ignoreElements, map, merge, mergeMap, Observable, of, type OperatorFunction, type SchedulerLike,
 } from 'rxjs';
-import type { Webhook } from '../config/managed';
 import { batches, toBatch, type Batch } from './batches';
 import { decodeEntry, type DecodedEntry, type StreamEntry } from './entries';
 import type { LaneResult } from './deliver';
-import { webhookKey, type BatchRecord, type DeliveryState } from './deliveryState';
+import type { BatchRecord, DeliveryState } from './deliveryState';
 import type { ReadChunk } from './reader';
 import { regroup } from './regroup';
+import type { Subscription } from './subscription';
 
 export interface PipelineOptions {
-  readonly webhooks: readonly Webhook[];
+  /** One per configured webhook, in order (`makeSubscriptions`). */
+  readonly subscriptions: readonly Subscription[];
   readonly windowMs: number;
   readonly maxSize: number;
-  /** Builds the lane of webhook `index` (see `webhookLane`); `key` is its delivery-record key. */
-  readonly lane: (index: number, webhook: Webhook, key: string) => OperatorFunction<Batch, LaneResult>;
+  /** Builds a subscription's lane (see `webhookLane`). */
+  readonly lane: (subscription: Subscription) => OperatorFunction<Batch, LaneResult>;
   /** Records, marks and acknowledgements (see `DeliveryState`); each retries by itself until it lands or is unsubscribed. */
   readonly state: Pick<DeliveryState, 'record' | 'markDone' | 'ack'>;
   readonly onUndecodable: (id: string, reason: string) => void;
@@ -84,7 +85,7 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
     regroup(o.maxSize),
     map((u): Item => (u.kind === 'entry' ? { kind: 'entry', d: decodeEntry(u.entry) } : { kind: 'batch', ds: decodeAll(u.entries), ...(u.record ? { record: u.record } : {}) })),
     connect((items$) => {
-      const keys = o.webhooks.map((w, i) => webhookKey(i, w.url));
+      const keys = o.subscriptions.map((s) => s.key);
       const acked = (b: Batch) => o.state.ack(b.first, b.ids, keys).pipe(map((): PipelineEvent => ({ kind: 'acked', ids: b.ids, reason: 'done' })));
       const undecodable$ = items$.pipe(
         // checked per item without an inner subscription: this runs for every entry read
@@ -114,7 +115,7 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
         filter((i) => i.record !== undefined && !i.ds.some(isOk)),
         mergeMap((i) => o.state.ack(i.record!.first, [], keys).pipe(ignoreElements())),
       );
-      if (o.webhooks.length === 0) return merge(undecodable$, emptyRecorded$, merge(replayed$, fresh$).pipe(mergeMap(acked)));
+      if (o.subscriptions.length === 0) return merge(undecodable$, emptyRecorded$, merge(replayed$, fresh$).pipe(mergeMap(acked)));
       const all$ = merge(replayed$, fresh$).pipe(
         // CONTRACT 4.3: a batch goes out only once its boundaries are recorded (in order, one at a time:
         // a record is one HSET; while the data store is away nothing is read anyway).
@@ -126,13 +127,13 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
       );
       const delivered$ = all$.pipe(
         connect((shared$) => {
-          const results$ = merge(...o.webhooks.map((w, i) => shared$.pipe(o.lane(i, w, keys[i]!))));
+          const results$ = merge(...o.subscriptions.map((s) => shared$.pipe(o.lane(s))));
           return results$.pipe(
-            markAsDone(o.webhooks.length, keys, o.state.markDone),
+            markAsDone(o.subscriptions.length, keys, o.state.markDone),
             connect((r$) =>
               merge(
                 r$.pipe(map((result): PipelineEvent => ({ kind: 'lane', result }))),
-                r$.pipe(whenAllDone(o.webhooks.length), mergeMap(acked)),
+                r$.pipe(whenAllDone(o.subscriptions.length), mergeMap(acked)),
               ),
             ),
           );

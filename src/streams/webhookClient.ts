@@ -6,7 +6,8 @@ import type { Readable } from 'node:stream';
 import { Observable } from 'rxjs';
 import type { Webhook } from '../config/managed';
 import type { Batch } from './batches';
-import type { PostBatch, WebhookResponse } from './deliver';
+import type { PostBatch, WebhookResponse } from './answers';
+import type { Subscription } from './subscription';
 
 /**
  * CONTRACT 6.4 (Standard Webhooks): `v1,` + base64 HMAC-SHA256 of `{id}.{timestamp}.{body}`, one
@@ -31,8 +32,22 @@ export const requestHeaders = (webhook: Webhook, batch: Batch, timestamp: number
 /** How much of a receiver's answer body is read (and thrown away) before the connection is cut. */
 export const MAX_ANSWER_BODY_BYTES = 4096;
 
+/** A batch goes to every webhook as the same object: its body is encoded once, not per request. */
+const encoded = new WeakMap<Batch, Buffer>();
+const bytesOf = (batch: Batch): Buffer => {
+  let bytes = encoded.get(batch);
+  if (bytes === undefined) encoded.set(batch, (bytes = Buffer.from(batch.body, 'utf8')));
+  return bytes;
+};
+
+export interface WebhookClient {
+  readonly post: PostBatch;
+  close(): void;
+}
+
 /**
- * The live PostBatch: axios on keep-alive agents, one request per attempt (CONTRACT 4.2, 6.5).
+ * A subscription's own client (CONTRACT 4.2, 6.5): axios on keep-alive agents of its own (a
+ * webhook's connections, and later its TLS settings, are its own), one request per attempt.
  * `timeoutMs` bounds the whole attempt — connecting, the answer's headers and its body — so a
  * receiver that dribbles bytes cannot hold a request slot for ever. The answer body is streamed,
  * never buffered: a small one is read to its end and thrown away (the connection is then reused);
@@ -40,7 +55,9 @@ export const MAX_ANSWER_BODY_BYTES = 4096;
  * counts. Aborted when the subscriber unsubscribes (graceful-stop deadline). Any HTTP status is an
  * answer (the lane classifies it); redirects are not followed, so a 3xx is an answer too.
  */
-export const axiosPostBatch = (timeoutMs: number, userAgent: string, now: () => number = Date.now): { post: PostBatch; close(): void } => {
+export const webhookClient = (sub: Pick<Subscription, 'webhook' | 'settings'>, userAgent: string, now: () => number = Date.now): WebhookClient => {
+  const { webhook } = sub;
+  const timeoutMs = sub.settings.timeoutMs;
   const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
   const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64 });
   const client: AxiosInstance = axios.create({
@@ -56,15 +73,7 @@ export const axiosPostBatch = (timeoutMs: number, userAgent: string, now: () => 
     decompress: false,
     proxy: false,
   });
-  // A batch goes to every webhook as the same object: its body is encoded once, not per request
-  // (axios would turn the string into bytes for each of them).
-  const encoded = new WeakMap<object, Buffer>();
-  const bytesOf = (batch: Parameters<PostBatch>[1]): Buffer => {
-    let bytes = encoded.get(batch);
-    if (bytes === undefined) encoded.set(batch, (bytes = Buffer.from(batch.body, 'utf8')));
-    return bytes;
-  };
-  const post: PostBatch = (webhook, batch) =>
+  const post: PostBatch = (batch) =>
     new Observable((subscriber) => {
       const controller = new AbortController();
       let body: Readable | undefined;

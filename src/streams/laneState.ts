@@ -1,0 +1,109 @@
+import { REDRIVABLE, type BacklogReason } from './backlog';
+
+/**
+ * The state of one webhook's lane (CONTRACT 4.2, 4.4) and how each event changes it: a pure
+ * transition function. The RxJS lane (`deliver.ts`) sends the requests, waits and writes; it asks
+ * this module what to do with a batch and tells it what happened.
+ *
+ * Invariants (each has a row in test/streams.laneState.test.ts):
+ * 1. A batch the webhook already has (re-formed after a restart, marked done) is skipped: never
+ *    sent, never put in the backlog.
+ * 2. While the circuit is open, a new batch goes to the backlog as `circuit`, without attempts.
+ * 3. While redrivable backlog entries may wait (AutoRedrive), a new batch goes to the backlog as
+ *    `circuit` behind them instead of overtaking them: first attempts keep stream order.
+ * 4. Beyond `queueCap` batches accepted and not finished, a new batch goes to the backlog as
+ *    `overflow` at once.
+ * 5. The circuit opens when `circuitThreshold` batches in a row ended in the backlog as exhausted
+ *    or refused (or were redriven and failed again); a delivered batch resets the count; only a
+ *    probe answered 2xx closes the circuit.
+ * 6. "Backlog entries may wait" is set by every redrivable append and cleared only by a scan that
+ *    found none while no redrivable append came during it; unknown at the start (a previous run
+ *    may have left some), so with AutoRedrive it starts set.
+ * 7. The state shown (`healthy`, `retrying`, `open`, `redriving`) is `open` whenever the circuit
+ *    is, else `redriving` while a redrive runs or entries wait (AutoRedrive), else `retrying`
+ *    while a batch waits for a retry.
+ * 8. A batch counts as dead-lettered only once its backlog entry is written (the lane waits for
+ *    the append, which retries until it lands): `appended` is the only way to it.
+ */
+export interface LaneSettings {
+  /** Batches accepted and not yet finished; beyond it a batch goes to the backlog at once. */
+  readonly queueCap: number;
+  /** Batches in a row ending in the backlog as exhausted or refused that open the circuit. */
+  readonly circuitThreshold: number;
+  readonly autoRedrive: boolean;
+}
+
+export interface LaneState {
+  /** Live batches accepted and not finished (their first attempt may not have gone out yet). */
+  readonly depth: number;
+  /** Batches waiting for a retry's timer. */
+  readonly waitingRetry: number;
+  /** Batches in a row that ended in the backlog as exhausted or refused, or failed a redrive again. */
+  readonly failures: number;
+  readonly open: boolean;
+  /** Redrivable backlog entries may wait (invariant 6). */
+  readonly backlogWaits: boolean;
+  /** Redrivable appends since the running scan began. */
+  readonly appendsSinceScan: number;
+  readonly redriving: boolean;
+}
+
+export const initialLaneState = (s: LaneSettings): LaneState => ({
+  depth: 0, waitingRetry: 0, failures: 0, open: false, backlogWaits: s.autoRedrive, appendsSinceScan: 0, redriving: false,
+});
+
+/** What to do with a new batch (invariants 1–4). */
+export type Arrival =
+  | { readonly kind: 'skip' }
+  | { readonly kind: 'backlog'; readonly reason: BacklogReason; readonly error: string }
+  | { readonly kind: 'live' };
+
+export const arrive = (state: LaneState, s: LaneSettings, alreadyDone: boolean): [LaneState, Arrival] => {
+  if (alreadyDone) return [state, { kind: 'skip' }];
+  if (state.open) return [state, { kind: 'backlog', reason: 'circuit', error: 'circuit open' }];
+  if (s.autoRedrive && state.backlogWaits) return [state, { kind: 'backlog', reason: 'circuit', error: 'older batches wait in the backlog' }];
+  if (state.depth >= s.queueCap) return [state, { kind: 'backlog', reason: 'overflow', error: `queue full (${s.queueCap} batches)` }];
+  return [{ ...state, depth: state.depth + 1 }, { kind: 'live' }];
+};
+
+/** A live batch finished (delivered, or in the backlog). */
+export const liveFinished = (state: LaneState): LaneState => ({ ...state, depth: state.depth - 1 });
+
+export const retryScheduled = (state: LaneState): LaneState => ({ ...state, waitingRetry: state.waitingRetry + 1 });
+export const retryDue = (state: LaneState): LaneState => ({ ...state, waitingRetry: state.waitingRetry - 1 });
+
+/** A batch (live or redriven) delivered: the count toward the circuit starts again (invariant 5). */
+export const delivered = (state: LaneState): LaneState => ({ ...state, failures: 0 });
+
+/** A batch ended in the backlog as exhausted or refused, or failed a redrive again; `opened` when that opened the circuit. */
+export const failed = (state: LaneState, s: LaneSettings): [LaneState, { readonly opened: boolean }] => {
+  const failures = state.failures + 1;
+  const opened = failures >= s.circuitThreshold && !state.open;
+  return [{ ...state, failures, open: state.open || opened }, { opened }];
+};
+
+/** A probe answered 2xx: the circuit closes (invariant 5). */
+export const probeDelivered = (state: LaneState): LaneState => ({ ...state, open: false });
+
+/** A backlog entry written (invariant 8); `wake` when the redrive should look at the backlog. */
+export const appended = (state: LaneState, reason: BacklogReason): [LaneState, { readonly wake: boolean }] =>
+  REDRIVABLE.has(reason) ? [{ ...state, backlogWaits: true, appendsSinceScan: state.appendsSinceScan + 1 }, { wake: true }] : [state, { wake: false }];
+
+export const scanStarted = (state: LaneState): LaneState => ({ ...state, appendsSinceScan: 0 });
+
+/** A scan found `count` redrivable entries (invariant 6). */
+export const scanned = (state: LaneState, count: number): LaneState =>
+  count === 0 && state.appendsSinceScan === 0 ? { ...state, backlogWaits: false } : state;
+
+export const redriveStarted = (state: LaneState): LaneState => ({ ...state, redriving: true });
+export const redriveEnded = (state: LaneState): LaneState => ({ ...state, redriving: false });
+
+/** What the redrive loop does next: probe an open circuit, pass over the backlog, or wait to be woken. */
+export const nextRedrive = (state: LaneState, s: LaneSettings): 'probe' | 'pass' | 'wait' =>
+  state.open ? 'probe' : s.autoRedrive && state.backlogWaits ? 'pass' : 'wait';
+
+/** The state as `GET /api/webhooks` and `webhook_state` show it (CONTRACT 4.4; invariant 7). */
+export type WebhookState = 'healthy' | 'retrying' | 'open' | 'redriving';
+
+export const shownState = (state: LaneState, s: LaneSettings): WebhookState =>
+  state.open ? 'open' : state.redriving || (s.autoRedrive && state.backlogWaits) ? 'redriving' : state.waitingRetry > 0 ? 'retrying' : 'healthy';
