@@ -467,7 +467,7 @@ describe('case 11: answers that tell the truth', () => {
 });
 
 it('CONTRACT 5.1: an EXEC that got no answer in time is reported as of unknown outcome — and may indeed have been applied', async () => {
-  const { execAtomically } = require('../src/http/inbound') as typeof import('../src/http/inbound');
+  const { execAtomically } = require('../src/http/inboundStore') as typeof import('../src/http/inboundStore');
   const { Redis: IORedis } = require('ioredis') as typeof import('ioredis');
   const slow = new IORedis({ port: redis.port, host: '127.0.0.1', protocol: 2, commandTimeout: 300, maxRetriesPerRequest: 0 });
   slow.on('error', () => undefined);
@@ -475,11 +475,11 @@ it('CONTRACT 5.1: an EXEC that got no answer in time is reported as of unknown o
     await slow.ping();
     await client.call('CLIENT', 'PAUSE', 1000, 'WRITE');
     const result = await execAtomically(slow, [['set', 'process:image:casdu:6:ioa:1', '{"casdu":6}']]);
-    expect(result).toEqual(E.left({ error: 'Command timed out', unknown: true }));
+    expect(result).toEqual(E.left({ tag: 'unknown_outcome', error: 'Command timed out' }));
     await eventually(async () => ((await client.get('process:image:casdu:6:ioa:1')) !== null ? true : undefined), 5000, 'applied after all');
     // a refused transaction is not of unknown outcome
     await client.set('not-a-list', 'x');
-    expect(await execAtomically(slow, [['lpush', 'not-a-list', '1']])).toEqual(E.left({ error: expect.stringMatching(/WRONGTYPE/), unknown: false }));
+    expect(await execAtomically(slow, [['lpush', 'not-a-list', '1']])).toEqual(E.left({ tag: 'aborted', error: expect.stringMatching(/WRONGTYPE/) }));
   } finally {
     slow.disconnect();
     await client.flushall();

@@ -7,8 +7,21 @@ import { withDataPath } from './dataPath';
 import type { Metrics } from './metrics';
 import { INACTIVE, NOT_CONNECTED, sendError, sendProblem } from './problem';
 
-/** A data route's handler sees Node's own request and response: it is served by the lean path too. */
-export type DataHandler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
+/**
+ * What a data handler knows of its request besides the request itself, from the moment it was
+ * authenticated: the place where per-request facts (a caller's name, later a trace or a deadline)
+ * travel to the handler and its log lines.
+ */
+export interface RequestContext {
+  /** When the request was received: the time of the data points that have no timestamp path (CONTRACT 5.3). */
+  readonly receivedAt: Date;
+  /** Who called: the API key that matched (`key-N`); undefined when no key is required. */
+  readonly caller: string | undefined;
+  readonly log: Logger;
+}
+
+/** A data route's handler sees Node's own request and response (it is served by the lean path too) and the request's context. */
+export type DataHandler = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext) => void | Promise<void>;
 
 export interface DataRoute {
   readonly method: 'get' | 'post';
@@ -66,15 +79,16 @@ export const createApp = (deps: AppDeps): RequestListener => {
   const keyRequired = deps.apiKeys.length > 0;
   const denied = (res: ServerResponse) =>
     sendProblem(res, 401, 'a valid API key is required (Authorization: Bearer <key> or X-Api-Key)', { 'WWW-Authenticate': 'Bearer' });
-  const requireKey: RequestHandler[] = keyRequired ? [(req, res, next) => (authorized(req) ? next() : denied(res))] : [];
+  const requireKey: RequestHandler[] = keyRequired ? [(req, res, next) => (authorized(req) !== undefined ? next() : denied(res))] : [];
   const inactive = !deps.isActive();
 
   /** A data route behind authentication and the inactive check; an error thrown is a 500. */
   const serve = (handler: DataHandler) => (req: IncomingMessage, res: ServerResponse, path: string): void => {
-    if (keyRequired && !authorized(req)) return denied(res);
+    const caller = keyRequired ? authorized(req) : undefined;
+    if (keyRequired && caller === undefined) return denied(res);
     if (inactive) return sendProblem(res, 503, INACTIVE);
     try {
-      const done = handler(req, res);
+      const done = handler(req, res, { receivedAt: new Date(), caller, log: deps.log });
       if (done !== undefined) done.catch((err: unknown) => unexpected(deps.log, err, req, path, res));
     } catch (err) {
       unexpected(deps.log, err, req, path, res);

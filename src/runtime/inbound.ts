@@ -1,6 +1,7 @@
 import { byTopic } from '../mapping/commands';
 import { makeBodyBudget } from '../http/body';
 import { inboundRoutes } from '../http/inbound';
+import { redisInboundStore } from '../http/inboundStore';
 import { inboundOpenApi } from '../http/openapi/inbound';
 import type { ConnectorContext, ConnectorParts } from './connector';
 import { connectDatastore, type Datastore } from './datastore';
@@ -46,14 +47,11 @@ export const buildInbound = (ctx: ConnectorContext): ConnectorParts => {
       maxBodyBytes: ctx.startup.http.maxBodyBytes,
       bodyBudget: makeBodyBudget(ctx.startup.http.maxBodyBytesInFlight),
       streamMaxLength: d.streamMaxLength,
-      redis: ctx.datastore.client,
-      isConnected: ctx.datastore.isConnected,
-      now: () => new Date(),
+      store: redisInboundStore({
+        redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, waitReplicas: d.waitReplicas, waitTimeoutMs: d.waitTimeoutMilliseconds, writer,
+      }),
       log: ctx.log.child({ component: 'inbound' }),
       metrics: ctx.metrics,
-      waitReplicas: d.waitReplicas,
-      waitTimeoutMs: d.waitTimeoutMilliseconds,
-      writer,
       idempotencyTtlSeconds: ctx.startup.http.idempotencyTtlSeconds,
       idempotencyLockMs: 2 * d.commandTimeoutMilliseconds,
       outOfMemory: ctx.outOfMemory,
