@@ -1,7 +1,7 @@
-import { existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { get } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { collectRaw, PARAMETERS } from './config/startup';
+import type { AddressRecord } from './runtime/addressFile';
 
 /**
  * `rest-connector healthcheck` (the image's HEALTHCHECK): probes `/health/live` at the address the
@@ -13,36 +13,8 @@ import { collectRaw, PARAMETERS } from './config/startup';
  * Exit status: 0 healthy; 1 unhealthy (no record, a record of a process that is gone, no answer
  * or not 200 within the timeout), with the reason on stderr; 2 usage (no address file set).
  */
-export interface AddressRecord {
-  readonly pid: number;
-  readonly kind: string;
-  /** Where a client on this machine (or in this container) reaches the listener, in order. */
-  readonly urls: readonly string[];
-}
 
-/** How a local client reaches a listener bound to this address: the loopback for a wildcard. */
-export const localUrls = (a: AddressInfo): string[] => {
-  if (a.address === '0.0.0.0') return [`http://127.0.0.1:${a.port}`];
-  if (a.address === '::') return [`http://127.0.0.1:${a.port}`, `http://[::1]:${a.port}`];
-  return [a.family === 'IPv6' ? `http://[${a.address}]:${a.port}` : `http://${a.address}:${a.port}`];
-};
-
-/** Written whole or not at all (a temporary file renamed over it): the check never reads half a record. */
-export const writeAddressFile = (path: string, record: AddressRecord): void => {
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(record)}\n`);
-  renameSync(tmp, path);
-};
-
-/** Removed on a graceful stop, if it is still this process's record. */
-export const removeAddressFile = (path: string, pid: number): void => {
-  try {
-    if ((JSON.parse(readFileSync(path, 'utf8')) as AddressRecord).pid === pid) unlinkSync(path);
-  } catch {
-    /* gone already, or another's */
-  }
-};
-
+/** Whether the process that wrote the record still runs (EPERM: it runs, as another user). */
 const alive = (pid: number): boolean => {
   try {
     process.kill(pid, 0);

@@ -1,6 +1,6 @@
 import { belowLimit, HOUR_MS, INITIAL, observe, parseInfo, type MemoryReading, type WatchState } from '../src/runtime/memory';
 import { defaultIfEmpty, firstValueFrom } from 'rxjs';
-import { isOutOfMemory } from '../src/datastoreErrors';
+import { isOutOfMemory } from '../src/streams/replies';
 import { redisDeliveryState } from '../src/streams/deliveryState';
 import { Connector, eventually } from './helpers/cli';
 import { postJson, request } from './helpers/http';

@@ -1,6 +1,6 @@
 import * as E from 'fp-ts/Either';
 import type { Redis } from 'ioredis';
-import { isOutOfMemory } from '../datastoreErrors';
+import { isOutOfMemory } from '../streams/replies';
 import type { Command } from '../mapping/commands';
 import { UPDATES_STREAM } from '../mapping/keys';
 import { decodeStored, pendingCommand, verdictOf, type Verdict } from './idempotency';

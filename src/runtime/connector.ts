@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { defer, type Subscription } from 'rxjs';
 import { parseManagedSettings, DEFAULT_SETTINGS, settingsForLog, type ManagedSettings } from '../config/managed';
 import { PARAMETERS, type StartupSettings } from '../config/startup';
-import { localUrls, removeAddressFile, writeAddressFile } from '../healthcheck';
+import { localUrls, removeAddressFile, writeAddressFile } from './addressFile';
 import { configKey } from '../mapping/keys';
 import { createApp, type DataRoute } from '../http/app';
 import { makeMetrics, type Metrics } from '../http/metrics';

@@ -1,4 +1,4 @@
-import { isOutOfMemory } from '../datastoreErrors';
+import { isOutOfMemory } from '../streams/replies';
 import type { Metrics } from '../http/metrics';
 import type { BacklogItem } from '../streams/backlog';
 import type { Batch } from '../streams/batches';

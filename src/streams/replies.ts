@@ -12,3 +12,10 @@ export const flatRecord = (u: unknown): Record<string, unknown> => {
 
 /** A number, or a number written as a string; null for anything else. */
 export const numberOrNull = (u: unknown): number | null => (typeof u === 'number' ? u : typeof u === 'string' && u !== '' ? Number(u) : null);
+
+/**
+ * Redis's refusal of a write for want of memory under `maxmemory-policy noeviction`:
+ * `OOM command not allowed when used memory > 'maxmemory'.` — alone, or inside the text of an
+ * `EXECABORT` (a command queued in a MULTI refused). CONTRACT 6.6.
+ */
+export const isOutOfMemory = (message: string): boolean => /\bOOM command not allowed\b/.test(message) || /^OOM\b/.test(message);
