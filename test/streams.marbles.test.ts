@@ -6,7 +6,7 @@ import type { PostBatch, WebhookResponse } from '../src/streams/answers';
 import { webhookLane, type LaneObserver, type LaneResult } from '../src/streams/deliver';
 import type { DecodedEntry, StreamEntry } from '../src/streams/entries';
 import { pushPipeline$, type PipelineEvent } from '../src/streams/pipeline';
-import { readUpdates$, type ConsumerInfo, type ReaderOptions, type ReadChunk, type StreamPort } from '../src/streams/reader';
+import { readUpdates$, wholeBatches, type ConsumerInfo, type ReaderOptions, type ReadChunk, type StreamPort } from '../src/streams/reader';
 import { regroup } from '../src/streams/regroup';
 import type { Webhook } from '../src/config/managed';
 import { webhookKey } from '../src/streams/deliveryState';
@@ -443,7 +443,8 @@ function mapEvents(f: (e: PipelineEvent) => string) {
 
 describe('stream reader', () => {
   interface Script {
-    pending: StreamEntry[][];
+    /** Own pending pages in order; 'error' fails that read. */
+    pending: Array<StreamEntry[] | 'error'>;
     /** Pending pages of this process's claim consumers, by name. */
     claimPending?: Record<string, StreamEntry[][]>;
     consumers?: ConsumerInfo[];
@@ -469,7 +470,8 @@ describe('stream reader', () => {
       },
       readPending: (owner, after) => {
         calls.push(owner === 'me' ? `pending ${after}` : `pending ${owner} ${after}`);
-        return of((owner === 'me' ? script.pending : script.claimPending?.[owner] ?? []).shift() ?? []);
+        const page = (owner === 'me' ? script.pending : script.claimPending?.[owner] ?? []).shift() ?? [];
+        return page === 'error' ? throwError(() => new Error('Connection is closed')) : of(page);
       },
       touch: (owner) => {
         calls.push(`touch ${owner}`);
@@ -528,7 +530,7 @@ describe('stream reader', () => {
       const out = readUpdates$(p, options(ts, { isStopping: () => stopping, isInFlight: (id) => id === '1-0', onError: (e) => errors.push(e) }));
       ts.schedule(() => (stopping = true), 70);
       // after the error: 2-0 is pending again (its read's reply could have been lost) and re-read
-      expectObservable(out.pipe(mapEvents2())).toBe('(ab)-d 4ms g 54ms f 4ms (e|)', { a: 'R1-1+@me', b: 'R1-2+@me', d: 'L2-0', g: 'L', f: 'R2-0+@me', e: 'L3-0' });
+      expectObservable(out.pipe(mapEvents2())).toBe('a 4ms d 4ms g 54ms f 4ms (e|)', { a: 'R1-1,1-2+@me', d: 'L2-0', g: 'L', f: 'R2-0+@me', e: 'L3-0' });
     });
     expect(calls).toEqual([
       'group 0@0', 'lease 500000@0', 'consumers', 'touch me', 'release', 'load', 'pending 0', 'pending 1-1', 'pending 1-2',
@@ -537,6 +539,34 @@ describe('stream reader', () => {
       'consumers', 'lease 500000@65', 'forget {"before":"1-0"}', 'consumers', 'release', 'read@65',
     ]);
     expect(errors).toHaveLength(1);
+  });
+
+  it('hands a recorded batch that a page cuts on whole with the next page; a re-read broken off by an error mid-batch hands on no part of it', () => {
+    const ts = newScheduler();
+    const calls: string[] = [];
+    ts.run(({ expectObservable }) => {
+      // page 1 ends inside the recorded batch 1-1..1-2, and the next read fails; on the second pass
+      // the page ends inside it again, and the batch comes out whole with the following page
+      const p = port(ts, { pending: [[raw('1-0'), raw('1-1')], 'error', [raw('1-0'), raw('1-1')], [raw('1-2'), raw('1-3')], []], reads: [[]] }, calls);
+      let stopping = false;
+      ts.schedule(() => (stopping = true), 52);
+      const out = readUpdates$(p, options(ts, { count: 2, isStopping: () => stopping }));
+      expectObservable(out.pipe(mapEvents2())).toBe('a 49ms (bc) 1ms (d|)', { a: 'R1-0+@me', b: 'R1-0+@me', c: 'R1-1,1-2,1-3+@me', d: 'L' });
+    });
+  });
+
+  it('wholeBatches: pending entries up to the start of the last recorded batch they do not reach the end of', () => {
+    const rec = (first: string, last: string) => [first, { first, last, done: new Set<string>() }] as const;
+    const records = new Map([rec('1-1', '1-3'), rec('2-0', '2-1')]);
+    const ids = (...xs: string[]) => xs.map(raw);
+    expect(wholeBatches(ids('1-0', '1-1', '1-2', '1-3'), records)).toBe(4);
+    expect(wholeBatches(ids('1-0', '1-1', '1-2'), records)).toBe(1);
+    expect(wholeBatches(ids('1-1'), records)).toBe(0);
+    expect(wholeBatches(ids('1-1', '1-2', '1-3', '2-0'), records)).toBe(3);
+    // a batch whose last entry is no longer pending is closed by the first entry past it
+    expect(wholeBatches(ids('1-1', '1-2', '1-4', '2-0', '2-1'), records)).toBe(5);
+    expect(wholeBatches(ids('0-5', '0-6'), records)).toBe(2);
+    expect(wholeBatches([], records)).toBe(0);
   });
 
   it('claims the whole pending list of every other consumer idle for over claimIdleMs into a claim consumer of its own, never its own entries, with the records read back, and reports each claim', () => {

@@ -4,6 +4,7 @@ import {
 } from 'rxjs';
 import type { BatchRecords, Settled } from './deliveryState';
 import type { StreamEntry } from './entries';
+import { compareIds } from './streamIds';
 
 /** A consumer of the group as `XINFO CONSUMERS` shows it. */
 export interface ConsumerInfo {
@@ -90,6 +91,22 @@ export interface ReaderOptions {
 const lastId = (es: readonly StreamEntry[]): string => es[es.length - 1]!.id;
 
 /**
+ * How many of these entries (a consumer's pending entries, in order) end at a recorded batch's
+ * end: all of them, unless the last recorded batch among them has not reached its last entry —
+ * then up to where that batch begins.
+ */
+export const wholeBatches = (es: readonly StreamEntry[], records: BatchRecords): number => {
+  let open: { start: number; last: string } | undefined;
+  for (let i = 0; i < es.length; i++) {
+    const id = es[i]!.id;
+    if (open !== undefined && compareIds(id, open.last) >= 0) open = undefined;
+    const r = records.get(id);
+    if (r !== undefined && compareIds(r.last, id) > 0) open = { start: i, last: r.last };
+  }
+  return open === undefined ? es.length : open.start;
+};
+
+/**
  * Entries as read. `replay` marks own pending and claimed entries: they may have been batched
  * and sent before, and are re-formed along the delivery records read back just before them
  * (`records`; see `regroup`). A live chunk may be empty (a BLOCK that timed out): it tells that
@@ -129,13 +146,31 @@ export const readUpdates$ = (port: StreamPort, o: ReaderOptions): Observable<Rea
   const self = port.consumer;
   const mine = (name: string) => name === self || isClaimConsumerOf(self, name);
   const group$ = defer(() => port.createGroup(o.startFromLatest ? '$' : '0')).pipe(ignoreElements());
+  /**
+   * A consumer's pending entries, page by page, each page cut at a recorded batch's end: the
+   * entries of a batch that a page cuts go on with the next page, so a batch is handed on whole.
+   * (Handed on in part, and the replay then broken off by an error and started over, the part was
+   * closed as the whole batch when the replay passed to another consumer, and the rest went out
+   * later as a batch of its own under another webhook-id: a chaos run saw it.)
+   */
   const pendingOf$ = (consumer: string, records: BatchRecords): Observable<ReadChunk> =>
-    port.readPending(consumer, '0', o.count).pipe(
-      expand((es) => (es.length === 0 ? EMPTY : port.readPending(consumer, lastId(es), o.count))),
-      takeWhile((es) => es.length > 0),
-      map((es): ReadChunk => ({ entries: es.filter((e) => !o.isInFlight(e.id)), replay: true, records, source: consumer })),
-      filter((c) => c.entries.length > 0),
-    );
+    defer(() => {
+      let carry: StreamEntry[] = [];
+      const pages$ = port.readPending(consumer, '0', o.count).pipe(
+        expand((es) => (es.length === 0 ? EMPTY : port.readPending(consumer, lastId(es), o.count))),
+        takeWhile((es) => es.length > 0),
+        map((es) => {
+          const all = carry.length === 0 ? es : [...carry, ...es];
+          const cut = wholeBatches(all, records);
+          carry = all.slice(cut);
+          return all.slice(0, cut);
+        }),
+      );
+      return concat(pages$, defer(() => of(carry))).pipe(
+        map((es): ReadChunk => ({ entries: es.filter((e) => !o.isInFlight(e.id)), replay: true, records, source: consumer })),
+        filter((c) => c.entries.length > 0),
+      );
+    });
   const leaseMs = Math.max(Math.floor(o.claimEveryMs / 2), 1);
   /**
    * `work$`'s last value, with the lease held while it runs and given up before the value goes on
