@@ -89,3 +89,24 @@ it('an entry acknowledged on its own (no record) leaves the records alone; a rec
   await run(state.ack(id, [], ['0 http://a/']));
   expect(await client.hgetall(batchesKey('c'))).toEqual({});
 });
+
+it('a filtered webhook\'s part is recorded with the batch, read back, and deleted with it by the acknowledgement and by forgetting', async () => {
+  const { client } = r;
+  await client.xgroup('CREATE', 'process:updates', GROUP, '$', 'MKSTREAM');
+  const a = (await client.xadd('process:updates', '*', 'data', '{}'))!;
+  const b = (await client.xadd('process:updates', '*', 'data', '{}'))!;
+  await client.call('XREADGROUP', 'GROUP', GROUP, 'me', 'STREAMS', 'process:updates', '>');
+  const state = redisDeliveryState(client, 'c', GROUP, 50);
+  await run(state.record([a, b], [['1 http://f/', `${b}_${b}`]]));
+  await run(state.markDone(a, '0 http://a/'));
+  const after = redisDeliveryState(client, 'c', GROUP, 50); // a restart
+  const records = await run(after.load());
+  expect([...records.values()].map((x) => [x.first, x.last, [...x.done], [...(x.parts ?? [])]])).toEqual([
+    [a, b, ['0 http://a/'], [['1 http://f/', `${b}_${b}`]]],
+  ]);
+  await run(after.ack(a, [a, b], ['0 http://a/']));
+  expect(await client.hgetall(batchesKey('c'))).toEqual({});
+  await run(state.record(['1-0', '1-5'], [['1 http://f/', '1-2_1-3']]));
+  expect(await run(state.forgetSettled({ upTo: '1-5' }))).toBe(1);
+  expect(await client.hgetall(batchesKey('c'))).toEqual({});
+});

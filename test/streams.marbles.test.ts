@@ -310,8 +310,8 @@ describe('push pipeline', () => {
       maxSize: 100,
       lane: (s) => lane(ts, posts[s.webhook.url]!, { index: s.index, webhook: s.webhook, maxAttempts }),
       state: {
-        record: (ids) => {
-          records.push(`${ids[0]}_${ids[ids.length - 1]}@${ts.now()}`);
+        record: (ids, parts = []) => {
+          records.push(`${ids[0]}_${ids[ids.length - 1]}${parts.map(([k, id]) => ` ${k}=${id}`).join('')}@${ts.now()}`);
           return of(1);
         },
         markDone: (first, key) => {
@@ -345,6 +345,31 @@ describe('push pipeline', () => {
       expect(good.attempts.map((a) => `${a.batch}@${a.at}`)).toEqual(['a@10', 'b@20']);
     });
     expect(acks).toEqual(['a@325', 'b@335']);
+  });
+
+  it('a filtered webhook gets only its matching points of each batch, in stream order, under the id of its part (recorded with the batch); a batch without a match sends it nothing and is acknowledged', () => {
+    const ts = newScheduler();
+    const acks: string[] = [];
+    const records: string[] = [];
+    const marks: string[] = [];
+    const at = (id: string, casdu: number): StreamEntry => ({ id, fields: ['casdu', String(casdu), 'ioa', '1', 'source', 's', 'data', `{"v":"${id}"}`] });
+    ts.run(({ cold, expectObservable }) => {
+      const all = scripted(ts, () => ok);
+      const two = scripted(ts, () => ok);
+      const src = cold<StreamEntry>('abc 16ms d |', { a: at('a', 1), b: at('b', 2), c: at('c', 2), d: at('d', 1) }).pipe(live());
+      const hooks = [hook('http://all/'), { ...hook('http://two/'), filter: { casdu: [[2, 2]] as const } }];
+      const out = src.pipe(run(ts, hooks, { 'http://all/': all.post, 'http://two/': two.post }, acks, 3, records, marks), mapEvents(eventText));
+      expectObservable(out).toBe('15ms (xyA) z 4ms (wB|)', {
+        x: '0:abc:delivered', y: '1:abc:delivered', A: 'ack:abc', z: '1:d:skipped', w: '0:d:delivered', B: 'ack:d',
+      });
+      ts.flush();
+      expect(all.bodies).toEqual(['a,b,c', 'd']);
+      expect(two.bodies).toEqual(['b,c']);
+      expect(two.attempts).toEqual([{ batch: 'bc', at: 10 }]);
+    });
+    expect(records).toEqual(['a_c 1 http://two/=b_c@10', 'd_d@20']);
+    expect(marks).toEqual(['a 0 http://all/@15']);
+    expect(acks).toEqual(['abc@15', 'd@25']);
   });
 
   it('a hanging webhook never delays the other, and nothing is acknowledged while it hangs', () => {

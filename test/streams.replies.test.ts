@@ -32,7 +32,7 @@ describe('stream reply shapes under RESP2 (the protocol the connectors choose)',
       { id: id1, fields: ['casdu', '1', 'ioa', '2', 'source', 's', 'data', '{"type":1}'] },
       { id: id2, fields: ['casdu', '1', 'ioa', '3', 'source', 's', 'data', '{"type":13}'] },
     ]);
-    expect(decodeEntry(read[0]!)).toEqual({ ok: true, entry: { id: id1, json: '{"type":1,"casdu":1,"ioa":2,"source":"s"}' } });
+    expect(decodeEntry(read[0]!)).toEqual({ ok: true, entry: { id: id1, json: '{"type":1,"casdu":1,"ioa":2,"source":"s"}', casdu: 1, ioa: 2, type: 1 } });
     await client.xdel('process:updates', id1!);
     const pending = decodeReadReply(await client.call('XREADGROUP', 'GROUP', 'g', 'c', 'STREAMS', 'process:updates', '0'), 'process:updates');
     expect(pending).toEqual([{ id: id1, fields: null }, { id: id2, fields: expect.any(Array) }]);
@@ -116,11 +116,11 @@ describe('stream reply shapes under RESP2 (the protocol the connectors choose)',
 
   it('decodes entries: fills casdu/ioa/source only where data lacks them; refuses data that is not an object', () => {
     expect(decodeEntry({ id: '1-0', fields: ['casdu', '5', 'ioa', '6', 'source', 'x', 'data', '{"casdu":9,"v":1}'] })).toEqual({
-      ok: true, entry: { id: '1-0', json: '{"casdu":9,"v":1,"ioa":6,"source":"x"}' },
+      ok: true, entry: { id: '1-0', json: '{"casdu":9,"v":1,"ioa":6,"source":"x"}', casdu: 9, ioa: 6, type: undefined },
     });
     // complete objects pass through as stored, byte for byte
     const stored = '{"casdu":1, "ioa":2,"source":"s","type":36,"value":1.50,"quality":"good"}';
-    expect(decodeEntry({ id: '1-0', fields: ['casdu', '1', 'ioa', '2', 'source', 's', 'data', stored] })).toEqual({ ok: true, entry: { id: '1-0', json: stored } });
+    expect(decodeEntry({ id: '1-0', fields: ['casdu', '1', 'ioa', '2', 'source', 's', 'data', stored] })).toEqual({ ok: true, entry: { id: '1-0', json: stored, casdu: 1, ioa: 2, type: 36 } });
     expect(decodeEntry({ id: '1-0', fields: ['data', '[1]'] })).toMatchObject({ ok: false, reason: 'data is not a JSON object' });
     expect(decodeEntry({ id: '1-0', fields: ['casdu', '1'] })).toMatchObject({ ok: false, reason: 'entry has no data field' });
   });

@@ -32,6 +32,42 @@ export interface Webhook {
   readonly headers: Readonly<Record<string, string>>;
   /** Every current signing secret (CONTRACT 6.4): each one signs; empty means unsigned. */
   readonly secrets: readonly string[];
+  /** CONTRACT 4.5: the points it gets; absent, all of them. */
+  readonly filter?: PointFilter;
+  /** CONTRACT 4.5: requests per second at most; absent, unlimited. */
+  readonly maxRequestsPerSecond?: number;
+  /** CONTRACT 4.5: its own TLS settings (file names: read at start, see `webhookFiles.ts`). */
+  readonly tls?: WebhookTls;
+  /** CONTRACT 4.5: the OAuth 2.0 client-credentials grant, in place of a static Authorization header. */
+  readonly auth?: { readonly oauth2: OAuth2Settings };
+}
+
+/** Inclusive ranges of integers; a single value is a range of one. */
+export type Ranges = readonly (readonly [number, number])[];
+
+/** A field given matches when the point's value lies in one of its ranges; a field left out matches everything. */
+export interface PointFilter {
+  readonly casdu?: Ranges;
+  readonly ioa?: Ranges;
+  readonly types?: Ranges;
+}
+
+export interface WebhookTls {
+  readonly caFile?: string;
+  readonly certFile?: string;
+  readonly keyFile?: string;
+  readonly serverName?: string;
+}
+
+export interface OAuth2Settings {
+  readonly tokenUrl: string;
+  readonly clientId: string;
+  /** Exactly one of the two. */
+  readonly clientSecret?: string;
+  readonly clientSecretFile?: string;
+  readonly scope?: string;
+  readonly audience?: string;
+  readonly caFile?: string;
 }
 
 const LOG_LEVELS: Record<string, PinoLevel> = {
@@ -151,7 +187,61 @@ const secrets = refine<readonly string[]>('secret', (u) => {
   return E.right(list as string[]);
 });
 
-const WebhookCodec = t.type({ url: webhookUrl, headers: optional(headers), secret: optional(secrets) });
+/** One item of a filter list: an integer, or an inclusive `"A-B"` range, within `min`..`max`. */
+const rangeItem = (min: number, max: number, allowed?: readonly number[]) =>
+  refine<readonly [number, number]>('range', (x) => {
+    let lo: number;
+    let hi: number;
+    if (typeof x === 'number' && Number.isInteger(x)) lo = hi = x;
+    else {
+      const m = typeof x === 'string' ? /^\s*([0-9]+)\s*-\s*([0-9]+)\s*$/.exec(x) : null;
+      if (m === null) return E.left(`must be an integer or a range "A-B", got ${describe(x)}`);
+      lo = Number(m[1]);
+      hi = Number(m[2]);
+      if (lo > hi) return E.left(`range ${JSON.stringify(x)} is empty`);
+    }
+    if (lo < min || hi > max) return E.left(`must lie within ${min} to ${max}, got ${describe(x)}`);
+    if (allowed !== undefined && lo === hi && !allowed.includes(lo)) return E.left(`must be one of ${allowed.join(', ')}, got ${lo}`);
+    return E.right([lo, hi] as const);
+  });
+
+/** `[10, "20-29"]`: a non-empty list of integers and ranges; errors name the item (`ioa[0]`). */
+const ranges = (min: number, max: number, allowed?: readonly number[]): t.Type<Ranges, unknown, unknown> => {
+  const list = t.array(rangeItem(min, max, allowed));
+  return new t.Type<Ranges, unknown, unknown>(
+    'ranges',
+    (u): u is Ranges => list.is(u) && u.length > 0,
+    (u, c) =>
+      Array.isArray(u) && u.length === 0
+        ? t.failure(u, c, 'must be a non-empty list of integers and "A-B" ranges, got []')
+        : list.validate(u, c),
+    (a) => a,
+  );
+};
+
+const FilterCodec = t.exact(t.partial({ casdu: ranges(0, CASDU_MAX), ioa: ranges(0, IOA_MAX), types: ranges(1, 127, TYPE_CODES) }));
+
+const positiveNumber = refine<number>('positive number', (u) =>
+  typeof u === 'number' && Number.isFinite(u) && u > 0 ? E.right(u) : E.left(`must be a positive number, got ${describe(u)}`),
+);
+
+const fileName = nonEmptyString;
+const TlsCodec = t.exact(t.partial({ caFile: fileName, certFile: fileName, keyFile: fileName, serverName: nonEmptyString }));
+
+const OAuth2Codec = t.intersection([
+  t.type({ tokenUrl: webhookUrl, clientId: nonEmptyString }),
+  t.partial({ clientSecret: nonEmptyString, clientSecretFile: fileName, scope: nonEmptyString, audience: nonEmptyString, caFile: fileName }),
+]);
+
+const WebhookCodec = t.intersection([
+  t.type({ url: webhookUrl, headers: optional(headers), secret: optional(secrets) }),
+  t.partial({
+    filter: FilterCodec,
+    maxRequestsPerSecond: positiveNumber,
+    tls: TlsCodec,
+    auth: t.type({ oauth2: OAuth2Codec }),
+  }),
+]);
 
 const MappingCodec = t.type({
   name: nonEmptyString,
@@ -186,6 +276,10 @@ const withDefaults = (s: t.TypeOf<typeof SettingsCodec>): ManagedSettings => ({
     url: w.url,
     headers: w.headers ?? {},
     secrets: w.secret ?? [],
+    ...(w.filter !== undefined ? { filter: w.filter } : {}),
+    ...(w.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: w.maxRequestsPerSecond } : {}),
+    ...(w.tls !== undefined ? { tls: w.tls } : {}),
+    ...(w.auth !== undefined ? { auth: { oauth2: w.auth.oauth2 } } : {}),
   })),
   mappings: (s.mappings ?? []).map((m) => ({
     name: m.name, topic: m.topic, casdu: m.casdu, ioa: m.ioa, type: m.type,
@@ -207,6 +301,24 @@ const duplicateNames = (mappings: readonly Mapping[]): string[] => {
   });
 };
 
+/** What the codecs cannot see alone: fields that exclude or require each other (CONTRACT 4.5). */
+const webhookProblems = (w: Webhook, i: number): string[] => {
+  const at = `webhooks[${i}]`;
+  const out: string[] = [];
+  if (w.tls !== undefined && (w.tls.certFile === undefined) !== (w.tls.keyFile === undefined)) {
+    out.push(`${at}.tls.${w.tls.certFile === undefined ? 'certFile' : 'keyFile'}: required with tls.${w.tls.certFile === undefined ? 'keyFile' : 'certFile'} (both or neither)`);
+  }
+  const o = w.auth?.oauth2;
+  if (o !== undefined) {
+    if (Object.keys(w.headers).some((h) => h.toLowerCase() === 'authorization')) {
+      out.push(`${at}.auth: cannot be used together with an Authorization header (headers.Authorization)`);
+    }
+    if (o.clientSecret === undefined && o.clientSecretFile === undefined) out.push(`${at}.auth.oauth2.clientSecret: required (or clientSecretFile)`);
+    if (o.clientSecret !== undefined && o.clientSecretFile !== undefined) out.push(`${at}.auth.oauth2.clientSecretFile: give clientSecret or clientSecretFile, not both`);
+  }
+  return out;
+};
+
 /** Decodes an already-parsed JSON value; every problem is reported with its field path. */
 export const decodeManagedSettings = (u: unknown): E.Either<string[], ManagedSettings> => {
   if (u === null || typeof u !== 'object' || Array.isArray(u)) return E.left([`(root): must be a JSON object, got ${describe(u)}`]);
@@ -215,8 +327,8 @@ export const decodeManagedSettings = (u: unknown): E.Either<string[], ManagedSet
     E.mapLeft(formatErrors),
     E.map(withDefaults),
     E.chain((s) => {
-      const dups = duplicateNames(s.mappings);
-      return dups.length > 0 ? E.left(dups) : E.right(s);
+      const problems = [...duplicateNames(s.mappings), ...s.webhooks.flatMap(webhookProblems)];
+      return problems.length > 0 ? E.left(problems) : E.right(s);
     }),
   );
 };
@@ -256,7 +368,13 @@ export const settingsForLog = (s: ManagedSettings) => ({
   displayName: s.displayName,
   isActive: s.isActive,
   hostUrls: s.hostUrls.map((h) => h.url),
-  webhooks: s.webhooks.map((w) => ({ url: safeUrl(w.url), headerNames: Object.keys(w.headers), secrets: w.secrets.length })),
+  webhooks: s.webhooks.map((w) => ({
+    url: safeUrl(w.url), headerNames: Object.keys(w.headers), secrets: w.secrets.length,
+    ...(w.filter !== undefined ? { filter: filterForShow(w.filter) } : {}),
+    ...(w.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: w.maxRequestsPerSecond } : {}),
+    ...(w.tls !== undefined ? { tls: true } : {}),
+    ...(w.auth !== undefined ? { auth: 'oauth2' } : {}),
+  })),
   mappings: s.mappings.length,
 });
 
@@ -273,10 +391,26 @@ export const settingsFingerprint = (s: ManagedSettings, connector: 'outbound' | 
     hostUrls: s.hostUrls.map((h) => [h.host ?? '*', h.port]),
     webhooks:
       connector === 'outbound'
-        ? s.webhooks.map((w) => [w.url, Object.entries(w.headers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)), w.secrets])
+        ? s.webhooks.map((w) => [
+            w.url, Object.entries(w.headers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)), w.secrets,
+            w.filter === undefined ? null : [w.filter.casdu ?? null, w.filter.ioa ?? null, w.filter.types ?? null],
+            w.maxRequestsPerSecond ?? null,
+            w.tls === undefined ? null : [w.tls.caFile ?? null, w.tls.certFile ?? null, w.tls.keyFile ?? null, w.tls.serverName ?? null],
+            w.auth === undefined ? null : Object.entries(w.auth.oauth2).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+          ])
         : [],
     mappings:
       connector === 'inbound'
         ? s.mappings.map((m) => [m.name, m.topic, m.casdu, m.ioa, m.type, m.valuePath.source, m.valueType, m.timestampPath?.source ?? null])
         : [],
   });
+
+/** A filter as configured again (`[10, "20-29"]`), for the status and the log. */
+export const filterForShow = (f: PointFilter): Record<string, Array<number | string>> => {
+  const show = (r: Ranges) => r.map(([lo, hi]) => (lo === hi ? lo : `${lo}-${hi}`));
+  return {
+    ...(f.casdu !== undefined ? { casdu: show(f.casdu) } : {}),
+    ...(f.ioa !== undefined ? { ioa: show(f.ioa) } : {}),
+    ...(f.types !== undefined ? { types: show(f.types) } : {}),
+  };
+};

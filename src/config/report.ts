@@ -12,7 +12,7 @@ export const formatErrors = (errors: t.Errors): string[] => {
       const parent = ctx[i - 1]!.type as t.Any & { _tag?: string };
       if (parent._tag === 'UnionType' || parent._tag === 'IntersectionType') continue;
       const key = ctx[i]!.key;
-      path += parent._tag === 'ArrayType' || parent._tag === 'ReadonlyArrayType' ? `[${key}]` : path === '' ? key : `.${key}`;
+      path += parent._tag === 'ArrayType' || parent._tag === 'ReadonlyArrayType' || Array.isArray(ctx[i - 1]!.actual) ? `[${key}]` : path === '' ? key : `.${key}`;
     }
     const last = ctx[ctx.length - 1];
     const message =

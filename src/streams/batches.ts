@@ -1,5 +1,6 @@
 import { bufferTime, filter, map, type OperatorFunction, type SchedulerLike, asyncScheduler } from 'rxjs';
 import type { DecodedEntry } from './entries';
+import type { BatchRecord } from './deliveryState';
 
 export interface Batch {
   /** `{first}_{last}` stream IDs: the same on every retry, for every webhook, and after a restart. */
@@ -14,6 +15,11 @@ export interface Batch {
   /** A re-formed batch: false, it is recorded already; and which webhooks have it (keys). */
   readonly recorded: boolean;
   readonly done: ReadonlySet<string>;
+  /**
+   * The parts of filtered webhooks (CONTRACT 4.5), by webhook key: what each gets of the batch
+   * (null: nothing). A webhook without an entry here gets the whole batch.
+   */
+  readonly parts?: ReadonlyMap<string, Batch | null>;
 }
 
 const NONE: ReadonlySet<string> = new Set();
@@ -22,7 +28,7 @@ const NONE: ReadonlySet<string> = new Set();
  * A batch of decoded entries; a re-formed one keeps the webhook-id of its record (entries deleted
  * from the stream meanwhile do not change it: the receiver keeps the copy it has).
  */
-export const toBatch = (entries: readonly DecodedEntry[], record?: { first: string; last: string; done: ReadonlySet<string> }): Batch => ({
+export const toBatch = (entries: readonly DecodedEntry[], record?: Pick<BatchRecord, 'first' | 'last' | 'done'>): Batch => ({
   webhookId: record !== undefined ? `${record.first}_${record.last}` : `${entries[0]!.id}_${entries[entries.length - 1]!.id}`,
   first: record?.first ?? entries[0]!.id,
   ids: entries.map((e) => e.id),
@@ -36,10 +42,12 @@ export const toBatch = (entries: readonly DecodedEntry[], record?: { first: stri
  * A batch closes `windowMs` after it opened or when it holds `maxSize` entries; `bufferTime`
  * emits `[]` for an empty window, which is dropped. On completion the open batch is flushed.
  */
-export const batches = (windowMs: number, maxSize: number, scheduler: SchedulerLike = asyncScheduler): OperatorFunction<DecodedEntry, Batch> =>
+export const batches = (
+  windowMs: number, maxSize: number, scheduler: SchedulerLike = asyncScheduler, form: (entries: readonly DecodedEntry[]) => Batch = toBatch,
+): OperatorFunction<DecodedEntry, Batch> =>
   (source) =>
     source.pipe(
       bufferTime(windowMs, null, maxSize, scheduler),
       filter((b) => b.length > 0),
-      map((entries) => toBatch(entries)),
+      map((entries) => form(entries)),
     );

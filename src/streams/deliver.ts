@@ -10,7 +10,10 @@ import { makeLimiter } from './limiter';
 import type { Subscription } from './subscription';
 import { classifyError, classifyResponse, type AttemptResult, type PostBatch } from './answers';
 
-/** `skipped`: a re-formed batch this webhook has already (CONTRACT 4.3): not sent again. */
+/**
+ * `skipped`: nothing to send — a re-formed batch this webhook has already (CONTRACT 4.3), or a
+ * batch none of whose points its filter matches (4.5; it counts as delivered to it).
+ */
 export type LaneOutcome = 'delivered' | 'deadlettered' | 'skipped';
 
 export interface LaneResult {
@@ -238,18 +241,24 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
       return concat(next$.pipe(ignoreElements()), defer(step));
     }).pipe(takeUntil(done$), ignoreElements());
 
+    const { key } = o.subscription;
+    /** The batch's result, for the batch the pipeline gave (the part sent may be another object). */
+    const asBatch = (batch: Batch) => (r: LaneResult): LaneResult => (r.batch === batch ? r : { ...r, batch });
     const lane$ = batches$.pipe(
       mergeMap((batch) => {
-        const [next, arrival] = L.arrive(state, settings, batch.done.has(o.subscription.key));
+        // a filtered webhook gets its part of the batch, or nothing (CONTRACT 4.5)
+        const part = batch.parts?.has(key) === true ? batch.parts.get(key)! : batch;
+        const [next, arrival] = L.arrive(state, settings, part === null || batch.done.has(key));
         state = next;
         switch (arrival.kind) {
           case 'skip':
             return of(result(batch, 'skipped'));
           case 'backlog':
-            return toBacklog$(batch, arrival.reason, arrival.error, 0);
+            return toBacklog$(part!, arrival.reason, arrival.error, 0).pipe(map(asBatch(batch)));
           case 'live':
             o.observer.queueDepth(state.depth);
-            return live$(batch).pipe(
+            return live$(part!).pipe(
+              map(asBatch(batch)),
               finalize(() => {
                 state = L.liveFinished(state);
                 o.observer.queueDepth(state.depth);

@@ -12,6 +12,8 @@ import { compareIds } from './streamIds';
  *
  *   field `{first}`          → `{last}`   the batch of entries first..last (stream IDs) was formed
  *   field `{first}|{webhook}` → `1`       that webhook has it (answered 2xx, or it is in its backlog)
+ *   field `{first}#{webhook}` → `{a}_{b}` a filtered webhook's part of it went out as webhook-id
+ *                                          `{a}_{b}` (written with the record; CONTRACT 4.5)
  *
  * Invariants (each has a test in test/streams.deliveryState.test.ts or the push tests):
  * 1. A batch is recorded before its first request goes out (`record` completes first), so every
@@ -30,6 +32,8 @@ export interface BatchRecord {
   readonly last: string;
   /** Webhook keys (see `webhookKey`) that have the batch. */
   readonly done: ReadonlySet<string>;
+  /** Filtered webhooks' parts as recorded: webhook key → webhook-id. */
+  readonly parts?: ReadonlyMap<string, string>;
 }
 
 export type BatchRecords = ReadonlyMap<string, BatchRecord>;
@@ -37,8 +41,8 @@ export type BatchRecords = ReadonlyMap<string, BatchRecord>;
 export interface DeliveryState {
   /** Every recorded batch not yet acknowledged, by first ID. */
   load(): Observable<BatchRecords>;
-  /** Records a new batch's boundaries; completes once written. */
-  record(ids: readonly string[]): Observable<unknown>;
+  /** Records a new batch's boundaries, and its filtered webhooks' parts (key, webhook-id); completes once written. */
+  record(ids: readonly string[], parts?: ReadonlyArray<readonly [string, string]>): Observable<unknown>;
   /** Records that the webhook `key` has the batch starting at `first`; completes once written. */
   markDone(first: string, key: string): Observable<unknown>;
   /**
@@ -72,14 +76,20 @@ export const webhookKey = (index: number, url: string): string => `${index} ${sa
 
 /** Turns the hash into records; a mark without its record (never written so) is ignored. Total. */
 export const decodeRecords = (hash: Record<string, string>): Map<string, BatchRecord> => {
-  const records = new Map<string, { first: string; last: string; done: Set<string> }>();
+  const records = new Map<string, { first: string; last: string; done: Set<string>; parts?: Map<string, string> }>();
   const marks: Array<[string, string]> = [];
+  const parts: Array<[string, string, string]> = [];
   for (const [field, value] of Object.entries(hash)) {
-    const bar = field.indexOf('|');
+    const bar = field.search(/[|#]/);
     if (bar < 0) records.set(field, { first: field, last: value, done: new Set() });
-    else marks.push([field.slice(0, bar), field.slice(bar + 1)]);
+    else if (field[bar] === '|') marks.push([field.slice(0, bar), field.slice(bar + 1)]);
+    else parts.push([field.slice(0, bar), field.slice(bar + 1), value]);
   }
   for (const [first, key] of marks) records.get(first)?.done.add(key);
+  for (const [first, key, id] of parts) {
+    const r = records.get(first);
+    if (r !== undefined) (r.parts ??= new Map()).set(key, id);
+  }
   return records;
 };
 
@@ -94,25 +104,33 @@ export const redisDeliveryState = (
   const recordWrite = <A>(write: () => Promise<A>) => persist(retryMs, write, (err) => onWriteError('delivery record', err));
   const ackWrite = <A>(write: () => Promise<A>) => persist(retryMs, write, (err) => onWriteError('acknowledgement', err));
   const key = batchesKey(connectorId);
-  /** Marks loaded for a batch that the current configuration does not know (removed webhooks): deleted with it. */
+  /** Mark and part fields loaded for a batch (of webhooks the current configuration may not know): deleted with it. */
   const loadedMarks = new Map<string, readonly string[]>();
   return {
     load: () =>
       defer(() => redis.hgetall(key)).pipe(
         map((hash) => {
           const records = decodeRecords(hash);
-          for (const r of records.values()) if (r.done.size > 0) loadedMarks.set(r.first, [...r.done]);
+          for (const r of records.values()) {
+            const fields = [...[...r.done].map((k) => `${r.first}|${k}`), ...[...(r.parts?.keys() ?? [])].map((k) => `${r.first}#${k}`)];
+            if (fields.length > 0) loadedMarks.set(r.first, fields);
+          }
           return records;
         }),
       ),
-    record: (ids) => recordWrite(() => redis.hset(key, ids[0]!, ids[ids.length - 1]!)),
+    record: (ids, parts = []) =>
+      recordWrite(() =>
+        parts.length === 0
+          ? redis.hset(key, ids[0]!, ids[ids.length - 1]!)
+          : redis.hset(key, ids[0]!, ids[ids.length - 1]!, ...parts.flatMap(([k, id]) => [`${ids[0]!}#${k}`, id])),
+      ),
     markDone: (first, webhook) => recordWrite(() => redis.hset(key, `${first}|${webhook}`, '1')),
     ack: (first, ids, keys) =>
       ackWrite(async () => {
         const tx = redis.multi();
         if (ids.length > 0) tx.xack(UPDATES_STREAM, group, ...ids);
         if (first !== null) {
-          tx.hdel(key, ...new Set([first, ...keys.map((k) => `${first}|${k}`), ...(loadedMarks.get(first) ?? []).map((k) => `${first}|${k}`)]));
+          tx.hdel(key, ...new Set([first, ...keys.flatMap((k) => [`${first}|${k}`, `${first}#${k}`]), ...(loadedMarks.get(first) ?? [])]));
         }
         const replies = await tx.exec();
         const failed = replies?.find(([err]) => err !== null);
@@ -124,7 +142,7 @@ export const redisDeliveryState = (
       defer(async () => {
         const records = decodeRecords(await redis.hgetall(key));
         const stale = [...records.values()].filter((r) => isSettled(r.last, settled));
-        const fields = stale.flatMap((r) => [r.first, ...[...r.done].map((k) => `${r.first}|${k}`)]);
+        const fields = stale.flatMap((r) => [r.first, ...[...r.done].map((k) => `${r.first}|${k}`), ...[...(r.parts?.keys() ?? [])].map((k) => `${r.first}#${k}`)]);
         if (fields.length > 0) await redis.hdel(key, ...fields);
         return stale.length;
       }),

@@ -8,6 +8,10 @@ export interface StreamEntry {
 export interface DecodedEntry {
   readonly id: string;
   readonly json: string;
+  /** The point's address and type as numbers, when it has them: what a webhook's filter compares (CONTRACT 4.5). */
+  readonly casdu?: number | undefined;
+  readonly ioa?: number | undefined;
+  readonly type?: number | undefined;
 }
 
 export type DecodeResult = { readonly ok: true; readonly entry: DecodedEntry } | { readonly ok: false; readonly id: string; readonly reason: string };
@@ -44,6 +48,13 @@ export const decodeReadReply = (u: unknown, stream: string): StreamEntry[] => {
 
 const ADDRESS = /^[0-9]+$/;
 
+const num = (u: unknown): number | undefined => (typeof u === 'number' && Number.isInteger(u) ? u : undefined);
+
+/** The entry with the point's `casdu`, `ioa` and `type` where they are integers (the filter's view of it); one shape for every entry. */
+const decoded = (id: string, json: string, point: Record<string, unknown>): DecodedEntry => ({
+  id, json, casdu: num(point.casdu), ioa: num(point.ioa), type: num(point.type),
+});
+
 /**
  * CONTRACT 4.2: `data` parsed; `casdu`, `ioa`, `source` filled from the entry's fields where
  * `data` lacks them; every other field of `data` kept as it is. Total over any entry (CONTRACT
@@ -76,12 +87,12 @@ export const decodeEntry = (e: StreamEntry): DecodeResult => {
   const fill = (!('casdu' in point) && casdu !== undefined) || (!('ioa' in point) && ioa !== undefined) || (!('source' in point) && source !== undefined);
   // The common case (the inbound connector writes complete objects) passes the stored text on as
   // it is: parsed only to be checked, never serialised again.
-  if (!fill) return { ok: true, entry: { id: e.id, json: data } };
+  if (!fill) return { ok: true, entry: decoded(e.id, data, point) };
   if (!('casdu' in point) && casdu !== undefined) point.casdu = ADDRESS.test(casdu) ? Number(casdu) : casdu;
   if (!('ioa' in point) && ioa !== undefined) point.ioa = ADDRESS.test(ioa) ? Number(ioa) : ioa;
   if (!('source' in point) && source !== undefined) point.source = source;
   try {
-    return { ok: true, entry: { id: e.id, json: JSON.stringify(point) } };
+    return { ok: true, entry: decoded(e.id, JSON.stringify(point), point) };
   } catch (err) {
     // e.g. nested too deep for the serialiser (RangeError): undeliverable, never the pipeline's end
     return { ok: false, id: e.id, reason: `data cannot be serialised again: ${(err as Error).message}` };

@@ -6,8 +6,8 @@ import { REDRIVABLE, type BacklogReason } from './backlog';
  * this module what to do with a batch and tells it what happened.
  *
  * Invariants (each has a row in test/streams.laneState.test.ts):
- * 1. A batch the webhook already has (re-formed after a restart, marked done) is skipped: never
- *    sent, never put in the backlog.
+ * 1. A batch the webhook already has (re-formed after a restart, marked done), or of which its
+ *    filter matches nothing, is skipped: never sent, never put in the backlog.
  * 2. While the circuit is open, a new batch goes to the backlog as `circuit`, without attempts.
  * 3. While redrivable backlog entries may wait (AutoRedrive), a new batch goes to the backlog as
  *    `circuit` behind them instead of overtaking them: first attempts keep stream order.
@@ -58,8 +58,8 @@ export type Arrival =
   | { readonly kind: 'backlog'; readonly reason: BacklogReason; readonly error: string }
   | { readonly kind: 'live' };
 
-export const arrive = (state: LaneState, s: LaneSettings, alreadyDone: boolean): [LaneState, Arrival] => {
-  if (alreadyDone) return [state, { kind: 'skip' }];
+export const arrive = (state: LaneState, s: LaneSettings, nothingToSend: boolean): [LaneState, Arrival] => {
+  if (nothingToSend) return [state, { kind: 'skip' }];
   if (state.open) return [state, { kind: 'backlog', reason: 'circuit', error: 'circuit open' }];
   if (s.autoRedrive && state.backlogWaits) return [state, { kind: 'backlog', reason: 'circuit', error: 'older batches wait in the backlog' }];
   if (state.depth >= s.queueCap) return [state, { kind: 'backlog', reason: 'overflow', error: `queue full (${s.queueCap} batches)` }];

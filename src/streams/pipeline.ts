@@ -6,6 +6,7 @@ import { decodeEntry, type DecodedEntry, type StreamEntry } from './entries';
 import type { LaneResult } from './deliver';
 import type { BatchRecord, DeliveryState } from './deliveryState';
 import type { ReadChunk } from './reader';
+import { partFor } from './filter';
 import { regroup } from './regroup';
 import type { Subscription } from './subscription';
 
@@ -67,6 +68,25 @@ export const markAsDone = (lanes: number, keys: readonly string[], markDone: Del
       );
     });
 
+/**
+ * A batch of these entries (re-formed along its record, when it has one) with the part of each
+ * filtered webhook (CONTRACT 4.5; `partFor`): worked out once, where the entries are at hand.
+ */
+export const formBatch = (subscriptions: readonly Subscription[]) => {
+  const filtered = subscriptions.filter((s) => s.webhook.filter !== undefined);
+  return (entries: readonly DecodedEntry[], record?: BatchRecord): Batch => {
+    const batch = toBatch(entries, record);
+    if (filtered.length === 0) return batch;
+    const parts = new Map<string, Batch | null>();
+    for (const s of filtered) parts.set(s.key, partFor(s.webhook.filter!, entries, batch, record?.parts?.get(s.key)));
+    return { ...batch, parts };
+  };
+};
+
+/** What a new batch's record says of its filtered webhooks' parts: key and webhook-id of each that gets one. */
+const recordedParts = (b: Batch): Array<readonly [string, string]> =>
+  b.parts === undefined ? [] : [...b.parts].flatMap(([k, p]) => (p === null ? [] : [[k, p.webhookId] as const]));
+
 type Decoded = { ok: true; entry: DecodedEntry } | { ok: false; id: string; reason: string };
 type Item = { readonly kind: 'entry'; readonly d: Decoded } | { readonly kind: 'batch'; readonly ds: readonly Decoded[]; readonly record?: BatchRecord };
 
@@ -86,6 +106,7 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
     map((u): Item => (u.kind === 'entry' ? { kind: 'entry', d: decodeEntry(u.entry) } : { kind: 'batch', ds: decodeAll(u.entries), ...(u.record ? { record: u.record } : {}) })),
     connect((items$) => {
       const keys = o.subscriptions.map((s) => s.key);
+      const form = formBatch(o.subscriptions);
       const acked = (b: Batch) => o.state.ack(b.first, b.ids, keys).pipe(map((): PipelineEvent => ({ kind: 'acked', ids: b.ids, reason: 'done' })));
       const undecodable$ = items$.pipe(
         // checked per item without an inner subscription: this runs for every entry read
@@ -102,13 +123,13 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
         map((i) => i.d),
         filter(isOk),
         map((d) => d.entry),
-        batches(o.windowMs, o.maxSize, o.scheduler),
+        batches(o.windowMs, o.maxSize, o.scheduler, form),
       );
       const replayed = items$.pipe(filter((i): i is Extract<Item, { kind: 'batch' }> => i.kind === 'batch'));
       const replayed$ = replayed.pipe(
         map((i) => ({ entries: i.ds.filter(isOk).map((d) => d.entry), record: i.record })),
         filter((r) => r.entries.length > 0),
-        map((r) => toBatch(r.entries, r.record)),
+        map((r) => form(r.entries, r.record)),
       );
       // A recorded batch of which no entry decodes: nothing to send, but its record must go.
       const emptyRecorded$ = replayed.pipe(
@@ -119,7 +140,7 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
       const all$ = merge(replayed$, fresh$).pipe(
         // CONTRACT 4.3: a batch goes out only once its boundaries are recorded (in order, one at a time:
         // a record is one HSET; while the data store is away nothing is read anyway).
-        concatMap((b) => (b.recorded ? of(b) : o.state.record(b.ids).pipe(ignoreElements(), endWith(b)))),
+        concatMap((b) => (b.recorded ? of(b) : o.state.record(b.ids, recordedParts(b)).pipe(ignoreElements(), endWith(b)))),
         map((b) => {
           o.onBatch?.(b);
           return b;
