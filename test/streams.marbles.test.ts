@@ -187,6 +187,19 @@ describe('webhook lane', () => {
     });
   });
 
+  it('a rate cap holds first attempts and retries alike to its turn: never more than the cap in any second', () => {
+    const ts = newScheduler();
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, (b, n) => (b.webhookId === 'a_a' && n === 1 ? fail : ok));
+      const src = cold<Batch>('(abcde|)', { a: batchOf('a'), b: batchOf('b'), c: batchOf('c'), d: batchOf('d'), e: batchOf('e') });
+      const out = src.pipe(lane(ts, hookA.post, { maxRequestsPerSecond: 2 }), mapOutcome());
+      expectObservable(out).toBe('5ms x 999ms (yz) 996ms (vw|)', { x: 'b:delivered', y: 'c:delivered', z: 'd:delivered', v: 'e:delivered', w: 'a:delivered' });
+      ts.flush();
+      // a's retry (due at 105) and e (its slot free at 5) wait for the cap's turn at 2000
+      expect(hookA.attempts.map((a) => `${a.batch}@${a.at}`)).toEqual(['a@0', 'b@0', 'c@1000', 'd@1000', 'e@2000', 'a@2000']);
+    });
+  });
+
   it('sends first attempts in stream order with at most MaxInFlight requests open', () => {
     const ts = newScheduler();
     ts.run(({ cold, expectObservable }) => {
@@ -308,7 +321,7 @@ describe('push pipeline', () => {
       subscriptions: makeSubscriptions(webhooks, { maxAttempts, maxInFlight: 4, queueCap: 1000, circuitThreshold: 1000, probeIntervalMs: 1000, autoRedrive: false, timeoutMs: 1000 }),
       windowMs: 10,
       maxSize: 100,
-      lane: (s) => lane(ts, posts[s.webhook.url]!, { index: s.index, webhook: s.webhook, maxAttempts }),
+      lane: (s) => lane(ts, posts[s.webhook.url]!, { index: s.index, webhook: s.webhook, maxAttempts, ...(s.settings.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: s.settings.maxRequestsPerSecond } : {}) }),
       state: {
         record: (ids, parts = []) => {
           records.push(`${ids[0]}_${ids[ids.length - 1]}${parts.map(([k, id]) => ` ${k}=${id}`).join('')}@${ts.now()}`);
@@ -370,6 +383,24 @@ describe('push pipeline', () => {
     expect(records).toEqual(['a_c 1 http://two/=b_c@10', 'd_d@20']);
     expect(marks).toEqual(['a 0 http://all/@15']);
     expect(acks).toEqual(['abc@15', 'd@25']);
+  });
+
+  it('a rate-limited webhook gets its batches at its cap while the other gets them as they come; each batch is acknowledged once both have it', () => {
+    const ts = newScheduler();
+    const acks: string[] = [];
+    ts.run(({ cold, expectObservable }) => {
+      const slow = scripted(ts, () => ok);
+      const fast = scripted(ts, () => ok);
+      const src = cold<StreamEntry>('a 12ms b 12ms c 12ms |', { a: raw('a'), b: raw('b'), c: raw('c') }).pipe(live());
+      const hooks = [{ ...hook('http://slow/'), maxRequestsPerSecond: 1 }, hook('http://fast/')];
+      const out = src.pipe(run(ts, hooks, { 'http://slow/': slow.post, 'http://fast/': fast.post }, acks), mapEvents(eventText));
+      expectObservable(out).toBe('15ms (uxA) 5ms y 9ms z 979ms (vB) 996ms (wC|)', {
+        x: '1:a:delivered', y: '1:b:delivered', z: '1:c:delivered', u: '0:a:delivered', A: 'ack:a', v: '0:b:delivered', B: 'ack:b', w: '0:c:delivered', C: 'ack:c',
+      });
+      ts.flush();
+      expect(fast.attempts.map((a) => `${a.batch}@${a.at}`)).toEqual(['a@10', 'b@20', 'c@30']);
+      expect(slow.attempts.map((a) => `${a.batch}@${a.at}`)).toEqual(['a@10', 'b@1010', 'c@2010']);
+    });
   });
 
   it('a hanging webhook never delays the other, and nothing is acknowledged while it hangs', () => {

@@ -7,6 +7,7 @@ import { backlogBatch, type BacklogItem, type BacklogReason, type LaneBacklog } 
 import * as L from './laneState';
 import type { WebhookState } from './laneState';
 import { makeLimiter } from './limiter';
+import { rateGate } from './rateGate';
 import type { Subscription } from './subscription';
 import { classifyError, classifyResponse, type AttemptResult, type PostBatch } from './answers';
 
@@ -59,7 +60,8 @@ export interface LaneOptions {
  * never holds back later batches. What the state says goes to the backlog is appended there; after
  * `circuitThreshold` failures in a row the circuit opens and the oldest backlog entry is sent as a
  * probe every `probeIntervalMs` until one answers 2xx; while the circuit is closed and redrivable
- * entries wait, they are re-sent oldest first. Every error is caught here, per batch: the lane
+ * entries wait, they are re-sent oldest first. A webhook with `maxRequestsPerSecond` waits for the
+ * rate cap's turn inside its request slot, so its cap never touches another lane. Every error is caught here, per batch: the lane
  * never errors, and other webhooks never notice any of it.
  */
 export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Observable<LaneResult> =>
@@ -67,6 +69,12 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
     const { settings, index } = o.subscription;
     const scheduler = o.scheduler ?? asyncScheduler;
     const limiter = makeLimiter(settings.maxInFlight);
+    const gate = settings.maxRequestsPerSecond === undefined ? undefined : rateGate(settings.maxRequestsPerSecond);
+    /** Waits for the rate cap's turn, when the webhook has one (first attempts, retries, probes and redrive alike). */
+    const turn$ = (): Observable<unknown> => {
+      const wait = gate?.reserve(scheduler.now()) ?? 0;
+      return wait > 0 ? timer(wait, scheduler) : of(0);
+    };
     let state = L.initialLaneState(settings);
     const wake$ = new Subject<void>();
     const done$ = new Subject<void>();
@@ -103,11 +111,14 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
     const send$ = (batch: Batch): Observable<{ r: AttemptResult; seconds: number }> => {
       let started = 0;
       return limiter.run(
-        defer(() => {
-          started = scheduler.now();
-          report();
-          return o.post(batch);
-        }).pipe(
+        defer(turn$).pipe(
+          take(1),
+          mergeMap(() => {
+            started = scheduler.now();
+            report();
+            return o.post(batch);
+          }),
+        ).pipe(
           map((answer) => classifyResponse(answer, scheduler.now())),
           catchError((err: unknown) => of(classifyError(err))),
           map((r) => ({ r, seconds: (scheduler.now() - started) / 1000 })),

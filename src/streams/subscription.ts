@@ -17,6 +17,8 @@ export interface DeliverySettings extends LaneSettings {
   readonly probeIntervalMs: number;
   /** One request's time limit (CONTRACT 6.5: connecting, headers and body). */
   readonly timeoutMs: number;
+  /** Requests per second at most (CONTRACT 4.5); absent, unlimited. The webhook's own. */
+  readonly maxRequestsPerSecond?: number;
 }
 
 export interface Subscription {
@@ -45,4 +47,7 @@ export const deliveryDefaults = (w: StartupSettings['webhooks']): DeliverySettin
 
 /** One subscription per configured webhook, in configuration order. */
 export const makeSubscriptions = (webhooks: readonly Webhook[], defaults: DeliverySettings): Subscription[] =>
-  webhooks.map((webhook, index) => ({ index, webhook, key: webhookKey(index, webhook.url), host: urlHost(webhook.url), settings: defaults }));
+  webhooks.map((webhook, index) => ({
+    index, webhook, key: webhookKey(index, webhook.url), host: urlHost(webhook.url),
+    settings: webhook.maxRequestsPerSecond === undefined ? defaults : { ...defaults, maxRequestsPerSecond: webhook.maxRequestsPerSecond },
+  }));
