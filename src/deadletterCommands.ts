@@ -6,6 +6,8 @@ import { safeUrl } from './config/urls';
 import { configKey, deadLetterStream } from './mapping/keys';
 import { backlogBatch, readBacklog, type BacklogEntry } from './streams/backlog';
 import { classifyError, classifyResponse } from './streams/answers';
+import { enableWebhook } from './streams/disabledMarks';
+import { rateGate, type RateGate } from './streams/rateGate';
 import { makeSubscriptions, type DeliverySettings, type Subscription } from './streams/subscription';
 import { webhookClient, type WebhookClient } from './streams/webhookClient';
 import { VERSION } from './version';
@@ -85,6 +87,14 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
     case 'replay': {
       // one client per subscription, as the connector has
       const clients = new Map<number, WebhookClient>();
+      const gates = new Map<number, RateGate>();
+      const waitTurn = async (s: Subscription) => {
+        if (s.settings.maxRequestsPerSecond === undefined) return;
+        let g = gates.get(s.index);
+        if (g === undefined) gates.set(s.index, (g = rateGate(s.settings.maxRequestsPerSecond)));
+        const ms = g.reserve(Date.now());
+        if (ms > 0) await new Promise((r) => setTimeout(r, ms));
+      };
       const clientOf = (s: Subscription) => {
         let c = clients.get(s.index);
         if (c === undefined) clients.set(s.index, (c = webhookClient(s, `rest-connectors/${VERSION}`)));
@@ -98,6 +108,7 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
           const subs = makeSubscriptions(settings?.right.webhooks ?? [], d.delivery);
           let delivered = 0;
           let failed = 0;
+          const enabled = new Set<number>();
           for (const e of (await readBacklog(r, a.id)).filter(matches(a))) {
             const s = subscriptionOf(e, subs);
             if (s === undefined) {
@@ -105,10 +116,17 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
               d.out(`${e.id}  ${e.webhookId}: failed: webhook ${e.webhook ?? e.url} is not configured`);
               continue;
             }
-            // CONTRACT 4.4: once, without retries, to the webhook's current URL, whatever the circuit and the reason
+            // CONTRACT 4.4: once, without retries, to the webhook's current URL, whatever the circuit and the reason;
+            // within the webhook's rate cap (4.5)
+            await waitTurn(s);
             const result = await firstValueFrom(clientOf(s).post(backlogBatch(e, e.body, points(e)))).then((res) => classifyResponse(res, d.now()), classifyError);
             if (result.ok) {
               await r.xdel(deadLetterStream(a.id), e.id);
+              // CONTRACT 4.5: a webhook disabled by 410 Gone is enabled again by a replay that succeeds
+              if (!enabled.has(s.index)) {
+                enabled.add(s.index);
+                await enableWebhook(r, a.id, s);
+              }
               delivered++;
             } else {
               failed++;

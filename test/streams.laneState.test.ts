@@ -97,4 +97,18 @@ describe('lane state (src/streams/laneState.ts)', () => {
     expect(after(s, at({}, s), L.redriveStarted).redriving).toBe(true);
     expect(after(s, at({}, s), L.redriveStarted, L.redriveEnded).redriving).toBe(false);
   });
+  it('9: a disabled webhook (410 Gone) gets every new batch in its backlog as disabled, is shown disabled before anything else, redrives and probes nothing; enabled, its backlog is redriven', () => {
+    const s = S();
+    for (const state of [at({ disabled: true }), at({ disabled: true, open: true }), at({ disabled: true, backlogWaits: true, depth: 2 })]) {
+      expect(L.arrive(state, s, false)).toEqual([state, { kind: 'backlog', reason: 'disabled', error: 'webhook disabled: it answered 410 Gone' }]);
+      expect(L.shownState(state, s)).toBe('disabled');
+      expect(L.nextRedrive(state, s)).toBe('watch');
+    }
+    expect(L.arrive(at({ disabled: true }), s, true)[1]).toEqual({ kind: 'skip' }); // invariant 1 still first
+    expect(L.gone(at()).disabled).toBe(true);
+    expect(L.initialLaneState(s, true).disabled).toBe(true);
+    const back = L.enabled(at({ disabled: true, open: true, failures: 5 }));
+    expect([back.disabled, back.open, back.failures, L.nextRedrive(back, s), L.shownState(back, s)]).toEqual([false, false, 0, 'pass', 'redriving']);
+    expect(L.appended(at(), 'disabled')[1]).toEqual({ wake: true });
+  });
 });

@@ -3,7 +3,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { batches, toBatch, type Batch } from '../src/streams/batches';
 import { byStreamOrder, REDRIVABLE, type BacklogItem, type BacklogReason, type LaneBacklog } from '../src/streams/backlog';
 import type { PostBatch, WebhookResponse } from '../src/streams/answers';
-import { webhookLane, type LaneObserver, type LaneResult } from '../src/streams/deliver';
+import { memoryDisabledMark, webhookLane, type DisabledMark, type LaneObserver, type LaneResult } from '../src/streams/deliver';
 import type { DecodedEntry, StreamEntry } from '../src/streams/entries';
 import { pushPipeline$, type PipelineEvent } from '../src/streams/pipeline';
 import { readUpdates$, wholeBatches, type ConsumerInfo, type ReaderOptions, type ReadChunk, type StreamPort } from '../src/streams/reader';
@@ -117,10 +117,12 @@ const scripted = (
 };
 
 /** A lane over a subscription with these settings (the rest as below) and this backlog (else an in-memory one). */
-type LaneOver = Partial<DeliverySettings> & { readonly index?: number; readonly webhook?: Webhook; readonly backlog?: LaneBacklog; readonly observer?: LaneObserver };
+type LaneOver = Partial<DeliverySettings> & {
+  readonly index?: number; readonly webhook?: Webhook; readonly backlog?: LaneBacklog; readonly observer?: LaneObserver; readonly disabled?: DisabledMark;
+};
 const lane = (ts: TestScheduler, post: PostBatch, over: LaneOver = {}, deadLettered: string[] = []) => {
   const mem = memoryBacklog();
-  const { index = 0, webhook = hook('http://a/'), backlog, observer = quiet, ...settings } = over;
+  const { index = 0, webhook = hook('http://a/'), backlog, observer = quiet, disabled, ...settings } = over;
   const subscription: Subscription = {
     index, webhook, key: webhookKey(index, webhook.url), host: new URL(webhook.url).host,
     settings: { maxAttempts: 5, maxInFlight: 4, queueCap: 1000, circuitThreshold: 1000, probeIntervalMs: 1000, autoRedrive: false, timeoutMs: 1000, ...settings },
@@ -137,6 +139,7 @@ const lane = (ts: TestScheduler, post: PostBatch, over: LaneOver = {}, deadLette
       },
     },
     observer,
+    ...(disabled !== undefined ? { disabled } : {}),
     scheduler: ts,
   });
 };
@@ -282,6 +285,39 @@ describe('webhook lane: circuit, probes and redrive (CONTRACT 4.4)', () => {
       expect(hookA.bodies).toEqual(['1-0', '1-0', '1-0', '2-0', '3-0']);
     });
     expect(mem.entries).toEqual([]);
+  });
+
+  it('410 Gone disables the webhook: its batch and every new one go to the backlog as disabled, nothing is sent; enabled again (a replay), the backlog is redriven', () => {
+    const ts = newScheduler();
+    const mem = memoryBacklog(ts);
+    const mark = memoryDisabledMark();
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, () => (ts.now() < 1500 ? { status: 410 } : ok));
+      ts.schedule(() => mark.enable(), 1500);
+      const src = cold<Batch>('a 99ms b 2899ms c|', { a: batchOf('1-0'), b: batchOf('2-0'), c: batchOf('3-0') });
+      const out = src.pipe(lane(ts, post(hookA), { maxAttempts: 3, autoRedrive: true, backlog: mem.backlog, disabled: mark }), mapOutcome());
+      expectObservable(out).toBe('5ms x 94ms y 2899ms 5ms (z|)', { x: '1-0:deadlettered', y: '2-0:deadlettered', z: '3-0:delivered' });
+      ts.flush();
+      // no retry of the 410; the watch finds it enabled at 2005 and redrives both
+      expect(times(hookA)).toEqual(['1-0@0', '?@2005', '?@2005', '3-0@3000']);
+      expect(hookA.bodies).toEqual(['1-0', '1-0', '2-0', '3-0']);
+    });
+    expect(mem.log).toEqual(['1-0:disabled:HTTP 410 Gone:1@5', '2-0:disabled:webhook disabled: it answered 410 Gone:0@100']);
+    expect(mem.entries).toEqual([]);
+  });
+
+  it('410 Gone: a batch of the webhook waiting for a retry is not sent again, it goes to the backlog as disabled', () => {
+    const ts = newScheduler();
+    const mem = memoryBacklog(ts);
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, (b) => (b.webhookId === '1-0_1-0' ? fail : { status: 410 }));
+      const src = cold<Batch>('a 9ms b', { a: batchOf('1-0'), b: batchOf('2-0') });
+      const out = src.pipe(lane(ts, post(hookA), { maxAttempts: 5, backlog: mem.backlog }), mapOutcome());
+      expectObservable(out, '^ 3000ms !').toBe('15ms y 89ms x', { x: '1-0:deadlettered', y: '2-0:deadlettered' });
+      ts.flush();
+      expect(times(hookA)).toEqual(['1-0@0', '2-0@10']);
+    });
+    expect(mem.log).toEqual(['2-0:disabled:HTTP 410 Gone:1@15', '1-0:disabled:webhook disabled: it answered 410 Gone:1@105']);
   });
 
   it('redrives entries left by an earlier run in stream order, whatever order they were dead-lettered in; refused ones stay; new batches queue behind', () => {

@@ -378,6 +378,17 @@ export const settingsForLog = (s: ManagedSettings) => ({
   mappings: s.mappings.length,
 });
 
+const byName = ([a]: [string, unknown], [b]: [string, unknown]) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** One webhook's settings in a canonical form (key order does not count). */
+export const webhookFingerprint = (w: Webhook): unknown[] => [
+  w.url, Object.entries(w.headers).sort(byName), w.secrets,
+  w.filter === undefined ? null : [w.filter.casdu ?? null, w.filter.ioa ?? null, w.filter.types ?? null],
+  w.maxRequestsPerSecond ?? null,
+  w.tls === undefined ? null : [w.tls.caFile ?? null, w.tls.certFile ?? null, w.tls.keyFile ?? null, w.tls.serverName ?? null],
+  w.auth === undefined ? null : Object.entries(w.auth.oauth2).sort(byName),
+];
+
 /**
  * The settings a connector acts on, as a canonical string: two configurations are "the same"
  * (CONTRACT 2) when these are equal, whatever the key order or unknown fields.
@@ -391,13 +402,7 @@ export const settingsFingerprint = (s: ManagedSettings, connector: 'outbound' | 
     hostUrls: s.hostUrls.map((h) => [h.host ?? '*', h.port]),
     webhooks:
       connector === 'outbound'
-        ? s.webhooks.map((w) => [
-            w.url, Object.entries(w.headers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)), w.secrets,
-            w.filter === undefined ? null : [w.filter.casdu ?? null, w.filter.ioa ?? null, w.filter.types ?? null],
-            w.maxRequestsPerSecond ?? null,
-            w.tls === undefined ? null : [w.tls.caFile ?? null, w.tls.certFile ?? null, w.tls.keyFile ?? null, w.tls.serverName ?? null],
-            w.auth === undefined ? null : Object.entries(w.auth.oauth2).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-          ])
+        ? s.webhooks.map(webhookFingerprint)
         : [],
     mappings:
       connector === 'inbound'

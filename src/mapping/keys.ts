@@ -33,3 +33,5 @@ export const batchesKey = (connectorId: string): string => connector(connectorId
 export const claimLeaseKey = (connectorId: string): string => connector(connectorId, 'claim-lease');
 /** The replicas' lease on redriving webhook `index`'s backlog. */
 export const redriveLeaseKey = (connectorId: string, index: number): string => connector(connectorId, `redrive-lease:${index}`);
+/** Webhooks that answered 410 Gone (CONTRACT 4.5): webhook key → a digest of the webhook's settings then. */
+export const disabledKey = (connectorId: string): string => connector(connectorId, 'disabled');

@@ -1,4 +1,4 @@
-import { catchError, concat, defer, EMPTY, exhaustMap, from, ignoreElements, interval, merge, mergeMap, type Observable, tap } from 'rxjs';
+import { catchError, concat, defer, EMPTY, exhaustMap, from, ignoreElements, interval, merge, mergeMap, type Observable, retry, tap, timer } from 'rxjs';
 import { outboundRoutes, webhooksRoute } from '../http/outbound';
 import { outboundOpenApi } from '../http/openapi/outbound';
 import { groupName } from '../mapping/keys';
@@ -6,6 +6,7 @@ import { redisBacklog } from '../streams/backlog';
 import { exponentialBackoff } from '../streams/answers';
 import { webhookLane } from '../streams/deliver';
 import { redisDeliveryState } from '../streams/deliveryState';
+import { redisDisabledMarks } from '../streams/disabledMarks';
 import { readGroupHealth } from '../streams/groupHealth';
 import { makeLossTracker } from '../streams/lossTracker';
 import { pushPipeline$ } from '../streams/pipeline';
@@ -84,15 +85,24 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly Subscription[]
     }),
   );
 
+  const marks = redisDisabledMarks(redis, startup.id, retryMs, (err) => observe.writeFailed('delivery record', err));
+  /** Which webhooks a 410 Gone disabled (CONTRACT 4.5), read before their lanes start; retried while Redis is away. */
+  const disabled$ = defer(() => marks.load(subscriptions)).pipe(
+    retry({ delay: (err: Error) => (observe.readFailed(err), timer(retryMs)) }),
+  );
+
   const pipeline$ = defer(() => ctx.datastore.ready()).pipe(
-    mergeMap(() => entries$),
-    pushPipeline$({
+    mergeMap(() => disabled$),
+    mergeMap((disabled) => entries$.pipe(pushPipeline$({
       subscriptions,
       windowMs: startup.webhooks.batchWindowMilliseconds,
       maxSize: startup.webhooks.batchMaxSize,
       lane: (s) => {
         const w = webhooks[s.index]!;
-        return webhookLane({ subscription: s, post: w.client.post, backoff: exponentialBackoff(), backlog: w.backlog, observer: w.observer });
+        return webhookLane({
+          subscription: s, post: w.client.post, backoff: exponentialBackoff(), backlog: w.backlog, observer: w.observer,
+          disabled: marks.mark(s), initiallyDisabled: disabled.has(s.key),
+        });
       },
       state: {
         record: state.record,
@@ -101,7 +111,7 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly Subscription[]
       },
       onUndecodable: observe.undeliverable,
       onBatch: observe.batch,
-    }),
+    }))),
   );
 
   let finished!: () => void;

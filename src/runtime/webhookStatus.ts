@@ -20,7 +20,7 @@ export interface WebhookStatus {
   backlog: number;
 }
 
-export const STATES: readonly WebhookState[] = ['healthy', 'retrying', 'open', 'redriving'];
+export const STATES: readonly WebhookState[] = ['healthy', 'retrying', 'open', 'redriving', 'disabled'];
 
 /** The delivery status of every configured webhook, written by their lanes' observers. */
 export const makeStatusBoard = (subscriptions: readonly Subscription[]): WebhookStatus[] =>
@@ -32,7 +32,7 @@ export const makeStatusBoard = (subscriptions: readonly Subscription[]): Webhook
 const resultLabel = (r: AttemptResult): string =>
   r.status !== undefined ? `${Math.floor(r.status / 100)}xx` : r.ok ? '2xx' : /timeout/.test(r.reason) ? 'timeout' : 'network';
 
-const METRIC_REASON: Record<BacklogReason, string> = { exhausted: 'exhausted', overflow: 'overflow', circuit: 'circuit', refused: 'refused' };
+const METRIC_REASON: Record<BacklogReason, string> = { exhausted: 'exhausted', overflow: 'overflow', circuit: 'circuit', refused: 'refused', disabled: 'disabled' };
 
 /**
  * The observer of a subscription's lane: one log line per failed attempt, per batch that goes to
@@ -62,8 +62,13 @@ export const laneObserver = (
   };
   const setState = (s: LaneStatus) => {
     if (s.state !== status.state) {
-      const level = s.state === 'open' ? 'error' : s.state === 'healthy' ? 'info' : 'warn';
-      log[level]({ webhook: index, host, from: status.state, to: s.state, consecutiveFailures: s.consecutiveFailures, backlog: deps.backlogSize() }, 'webhook state changed');
+      const level = s.state === 'open' || s.state === 'disabled' ? 'error' : s.state === 'healthy' ? 'info' : 'warn';
+      log[level](
+        { webhook: index, host, from: status.state, to: s.state, consecutiveFailures: s.consecutiveFailures, backlog: deps.backlogSize() },
+        s.state === 'disabled'
+          ? 'webhook disabled: it answered 410 Gone; its batches wait in its backlog until its configuration changes or a deadletter replay to it succeeds'
+          : 'webhook state changed',
+      );
     }
     Object.assign(status, s, { backlog: deps.backlogSize() });
     for (const [st, gauge] of stateGauges) gauge.set(st === s.state ? 1 : 0);
@@ -95,8 +100,8 @@ export const laneObserver = (
         const kind = backlogReason ?? 'exhausted';
         metrics.deadLettered.inc({ ...labels, reason: METRIC_REASON[kind] });
         const line = { webhook: index, url: safeUrl(w.url), reason: kind, error: reason, attempts, webhookId: batch.webhookId, points: batch.size };
-        // a batch queued behind an open circuit or older backlog is expected, not an error
-        if (kind === 'circuit') log.debug(line, 'batch added to the webhook backlog');
+        // a batch queued behind an open circuit or older backlog, or for a disabled webhook, is expected, not an error
+        if (kind === 'circuit' || (kind === 'disabled' && attempts === 0)) log.debug(line, 'batch added to the webhook backlog');
         else log.error(line, 'batch dead-lettered to the webhook backlog');
       }
     },

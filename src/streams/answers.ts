@@ -17,7 +17,11 @@ export type PostBatch = (batch: Batch) => Observable<WebhookResponse>;
 
 export type AttemptResult =
   | { readonly ok: true; readonly status: number }
-  | { readonly ok: false; readonly retryable: boolean; readonly status?: number; readonly reason: string; readonly retryAfterMs?: number };
+  | {
+      readonly ok: false; readonly retryable: boolean; readonly status?: number; readonly reason: string; readonly retryAfterMs?: number;
+      /** 410 Gone: the receiver asks us to stop sending (Standard Webhooks; CONTRACT 4.5). */
+      readonly gone?: true;
+    };
 
 export const RETRY_AFTER_CAP_MS = 30_000;
 
@@ -29,10 +33,11 @@ export const parseRetryAfter = (value: string | undefined, now: number): number 
   return Number.isFinite(ms) ? Math.min(Math.max(ms, 0), RETRY_AFTER_CAP_MS) : undefined;
 };
 
-/** CONTRACT 4.2: 2xx success; 408, 429, 5xx retried (honouring Retry-After on 429/503); other answers not. */
+/** CONTRACT 4.2: 2xx success; 408, 429, 5xx retried (honouring Retry-After on 429/503); other answers not; 410 disables (4.5). */
 export const classifyResponse = (r: WebhookResponse, now: number): AttemptResult => {
   const s = r.status;
   if (s >= 200 && s < 300) return { ok: true, status: s };
+  if (s === 410) return { ok: false, retryable: false, status: s, reason: 'HTTP 410 Gone', gone: true };
   const retryable = s === 408 || s === 429 || s >= 500;
   const retryAfterMs = s === 429 || s === 503 ? parseRetryAfter(r.retryAfter, now) : undefined;
   return { ok: false, retryable, status: s, reason: `HTTP ${s}`, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };

@@ -17,16 +17,16 @@ import { persist } from './persist';
  * 2. Entries are redriven oldest first: in stream order of the batch's first entry (the webhook-id's
  *    first half), whatever order they were dead-lettered in.
  * 3. Only the entries of the webhook's current index and URL, and only `exhausted`, `overflow` and
- *    `circuit` ones, are redriven automatically; `refused` ones wait for an operator.
+ *    `circuit` and `disabled` ones, are redriven automatically; `refused` ones wait for an operator.
  * 4. One replica at a time redrives (and probes) a webhook: a lease in Redis.
  * 5. An entry of the webhook (its index and current URL, whatever its reason, `refused` included)
  *    trimmed by the cap before it was delivered is reported once as dropped.
  * 6. `size()` counts every entry of the webhook's backlog this replica knows of (any reason): the
  *    ones it wrote, and the ones its scans found, less the ones it removed or found gone.
  */
-export type BacklogReason = 'exhausted' | 'overflow' | 'circuit' | 'refused';
+export type BacklogReason = 'exhausted' | 'overflow' | 'circuit' | 'refused' | 'disabled';
 
-export const REDRIVABLE: ReadonlySet<string> = new Set<BacklogReason>(['exhausted', 'overflow', 'circuit']);
+export const REDRIVABLE: ReadonlySet<string> = new Set<BacklogReason>(['exhausted', 'overflow', 'circuit', 'disabled']);
 
 /** One backlog entry as the redrive knows it (the body is fetched when it is sent). */
 export interface BacklogItem {

@@ -9,7 +9,7 @@ import type { WebhookState } from './laneState';
 import { makeLimiter } from './limiter';
 import { rateGate } from './rateGate';
 import type { Subscription } from './subscription';
-import { classifyError, classifyResponse, type AttemptResult, type PostBatch } from './answers';
+import { classifyError, classifyResponse, type AttemptResult, type PostBatch, type WebhookResponse } from './answers';
 
 /**
  * `skipped`: nothing to send — a re-formed batch this webhook has already (CONTRACT 4.3), or a
@@ -43,8 +43,29 @@ export interface LaneStatus {
   readonly queued: number;
 }
 
+/** An attempt not made because the webhook was disabled meanwhile: it ends as a 410 would. */
+const NOT_SENT: WebhookResponse = { status: -410 };
+const DISABLED: AttemptResult = { ok: false, retryable: false, reason: 'webhook disabled: it answered 410 Gone', gone: true };
+
+/** Where a webhook's 410 Gone is remembered across restarts and replicas (CONTRACT 4.5). */
+export interface DisabledMark {
+  /** Remembers that the webhook is disabled; completes once written. */
+  disable(): Observable<unknown>;
+  /** Whether it still is (an operator's successful replay enables it). */
+  isDisabled(): Observable<boolean>;
+}
+
+/** For a lane without a store (tests): disabled until the process ends. */
+export const memoryDisabledMark = (): DisabledMark & { enable(): void } => {
+  let disabled = false;
+  return { disable: () => of((disabled = true)), isDisabled: () => of(disabled), enable: () => void (disabled = false) };
+};
+
 export interface LaneOptions {
   readonly subscription: Subscription;
+  /** The webhook's 410 mark; `initiallyDisabled` is what it said at start. */
+  readonly disabled?: DisabledMark;
+  readonly initiallyDisabled?: boolean;
   /** The subscription's own client (`webhookClient`); marble tests pass cold observables. */
   readonly post: PostBatch;
   readonly backoff: (attempt: number) => number;
@@ -75,7 +96,8 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
       const wait = gate?.reserve(scheduler.now()) ?? 0;
       return wait > 0 ? timer(wait, scheduler) : of(0);
     };
-    let state = L.initialLaneState(settings);
+    let state = L.initialLaneState(settings, o.initiallyDisabled === true);
+    const mark = o.disabled ?? memoryDisabledMark();
     const wake$ = new Subject<void>();
     const done$ = new Subject<void>();
     const result = (batch: Batch, outcome: LaneOutcome): LaneResult => ({ webhook: index, batch, outcome });
@@ -84,6 +106,13 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
     const succeeded = () => {
       state = L.delivered(state);
       report();
+    };
+    /** 410 Gone (invariant 9): remembered in the store, then nothing more is sent. */
+    const disable = (): Observable<unknown> => {
+      const wasDisabled = state.disabled;
+      state = L.gone(state);
+      if (!wasDisabled) report();
+      return mark.disable().pipe(catchError(() => of(null)), last(null, null));
     };
     const failed = () => {
       const [next, { opened }] = L.failed(state, settings);
@@ -114,12 +143,14 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
         defer(turn$).pipe(
           take(1),
           mergeMap(() => {
+            // disabled while it waited for its slot or turn: not sent (invariant 9)
+            if (state.disabled) return of(NOT_SENT);
             started = scheduler.now();
             report();
             return o.post(batch);
           }),
         ).pipe(
-          map((answer) => classifyResponse(answer, scheduler.now())),
+          map((answer) => (answer === NOT_SENT ? DISABLED : classifyResponse(answer, scheduler.now()))),
           catchError((err: unknown) => of(classifyError(err))),
           map((r) => ({ r, seconds: (scheduler.now() - started) / 1000 })),
           finalize(report),
@@ -128,11 +159,11 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
     };
 
     /** Attempts with the usual retries; ends delivered, or failed with the reason and attempts. */
-    const attempts$ = (batch: Batch, n: number): Observable<{ ok: true } | { ok: false; retryable: boolean; error: string; attempts: number }> =>
+    const attempts$ = (batch: Batch, n: number): Observable<{ ok: true } | { ok: false; retryable: boolean; error: string; attempts: number; gone?: true }> =>
       send$(batch).pipe(
         mergeMap(({ r, seconds }) => {
           const willRetry = !r.ok && r.retryable && n < settings.maxAttempts;
-          o.observer.attempt(r, n, seconds, willRetry);
+          if (r !== DISABLED) o.observer.attempt(r, n, seconds, willRetry);
           if (r.ok) return of({ ok: true as const });
           if (willRetry) {
             state = L.retryScheduled(state);
@@ -144,7 +175,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
               }),
             );
           }
-          return of({ ok: false as const, retryable: r.retryable, error: r.retryable ? `${r.reason} after ${n} attempts` : r.reason, attempts: n });
+          return of({ ok: false as const, retryable: r.retryable, error: r.retryable ? `${r.reason} after ${n} attempts` : r.reason, attempts: r === DISABLED ? n - 1 : n, ...(r.gone ? { gone: true as const } : {}) });
         }),
       );
 
@@ -156,6 +187,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
             o.observer.finished(batch, 'delivered', 1);
             return of(result(batch, 'delivered'));
           }
+          if (end.gone) return concat(disable().pipe(ignoreElements()), toBacklog$(batch, 'disabled', end.error, end.attempts));
           failed();
           return toBacklog$(batch, end.retryable ? 'exhausted' : 'refused', end.error, end.attempts);
         }),
@@ -169,11 +201,11 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
         mergeMap((body) => {
           if (body === null) return of(null); // gone meanwhile (a replica, an operator, the cap): nothing to send
           const batch = backlogBatch(item, body);
-          type End = { ok: true } | { ok: false; error: string; attempts: number };
+          type End = { ok: true } | { ok: false; error: string; attempts: number; gone?: true };
           const end$: Observable<End> = probe
             ? send$(batch).pipe(map(({ r, seconds }): End => {
-                o.observer.attempt(r, item.attempts + 1, seconds, false);
-                return r.ok ? { ok: true } : { ok: false, error: r.reason, attempts: 1 };
+                if (r !== DISABLED) o.observer.attempt(r, item.attempts + 1, seconds, false);
+                return r.ok ? { ok: true } : { ok: false, error: r.reason, attempts: 1, ...(r.gone ? { gone: true as const } : {}) };
               }))
             : attempts$(batch, 1);
           return end$.pipe(
@@ -183,6 +215,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
                 succeeded();
                 return o.backlog.remove(item).pipe(map(() => true));
               }
+              if (end.gone) return concat(disable().pipe(ignoreElements()), o.backlog.failedAgain(item, end.error, item.attempts + end.attempts)).pipe(last(null, null), map(() => false));
               failed();
               return o.backlog.failedAgain(item, end.error, item.attempts + end.attempts).pipe(map(() => false));
             }),
@@ -231,7 +264,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
               // checked as each entry's turn comes: the circuit may open meanwhile, and the lease
               // (renewed on every entry) may have passed to another replica
               const next$ = (item: BacklogItem) =>
-                defer(() => (state.open ? EMPTY : o.backlog.lease().pipe(mergeMap((still) => (still ? redriveOne$(item, false) : EMPTY)))));
+                defer(() => (state.open || state.disabled ? EMPTY : o.backlog.lease().pipe(mergeMap((still) => (still ? redriveOne$(item, false) : EMPTY)))));
               return from(items).pipe(
                 mergeMap(next$, settings.maxInFlight),
                 finalize(() => {
@@ -246,9 +279,22 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
         catchError(() => timer(settings.probeIntervalMs, scheduler)),
       );
 
+    /** While disabled: every probe interval, whether it still is (an operator's replay enables it). */
+    const watch$ = (): Observable<unknown> =>
+      timer(settings.probeIntervalMs, scheduler).pipe(
+        mergeMap(() => mark.isDisabled()),
+        map((still) => {
+          if (!still && state.disabled) {
+            state = L.enabled(state);
+            report();
+          }
+        }),
+        catchError(() => of(null)),
+      );
+
     const redrive$ = defer(function step(): Observable<unknown> {
       const what = L.nextRedrive(state, settings);
-      const next$ = what === 'probe' ? probe$() : what === 'pass' ? pass$() : wake$.pipe(take(1));
+      const next$ = what === 'watch' ? watch$() : what === 'probe' ? probe$() : what === 'pass' ? pass$() : wake$.pipe(take(1));
       return concat(next$.pipe(ignoreElements()), defer(step));
     }).pipe(takeUntil(done$), ignoreElements());
 

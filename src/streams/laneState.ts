@@ -24,6 +24,10 @@ import { REDRIVABLE, type BacklogReason } from './backlog';
  *    while a batch waits for a retry.
  * 8. A batch counts as dead-lettered only once its backlog entry is written (the lane waits for
  *    the append, which retries until it lands): `appended` is the only way to it.
+ * 9. A webhook that answered 410 Gone is `disabled` (CONTRACT 4.5): every new batch goes to the
+ *    backlog as `disabled`, nothing is sent — no attempt, probe or redrive — until it is enabled
+ *    again (its configuration changed, or an operator's replay to it succeeded); then its backlog
+ *    is redriven as after any outage. Disabled is the state shown, before any other.
  */
 export interface LaneSettings {
   /** Batches accepted and not yet finished; beyond it a batch goes to the backlog at once. */
@@ -46,10 +50,12 @@ export interface LaneState {
   /** Redrivable appends since the running scan began. */
   readonly appendsSinceScan: number;
   readonly redriving: boolean;
+  /** Answered 410 Gone (invariant 9). */
+  readonly disabled: boolean;
 }
 
-export const initialLaneState = (s: LaneSettings): LaneState => ({
-  depth: 0, waitingRetry: 0, failures: 0, open: false, backlogWaits: s.autoRedrive, appendsSinceScan: 0, redriving: false,
+export const initialLaneState = (s: LaneSettings, disabled = false): LaneState => ({
+  depth: 0, waitingRetry: 0, failures: 0, open: false, backlogWaits: s.autoRedrive, appendsSinceScan: 0, redriving: false, disabled,
 });
 
 /** What to do with a new batch (invariants 1–4). */
@@ -60,6 +66,7 @@ export type Arrival =
 
 export const arrive = (state: LaneState, s: LaneSettings, nothingToSend: boolean): [LaneState, Arrival] => {
   if (nothingToSend) return [state, { kind: 'skip' }];
+  if (state.disabled) return [state, { kind: 'backlog', reason: 'disabled', error: 'webhook disabled: it answered 410 Gone' }];
   if (state.open) return [state, { kind: 'backlog', reason: 'circuit', error: 'circuit open' }];
   if (s.autoRedrive && state.backlogWaits) return [state, { kind: 'backlog', reason: 'circuit', error: 'older batches wait in the backlog' }];
   if (state.depth >= s.queueCap) return [state, { kind: 'backlog', reason: 'overflow', error: `queue full (${s.queueCap} batches)` }];
@@ -82,6 +89,12 @@ export const failed = (state: LaneState, s: LaneSettings): [LaneState, { readonl
   return [{ ...state, failures, open: state.open || opened }, { opened }];
 };
 
+/** The webhook answered 410 Gone (invariant 9). */
+export const gone = (state: LaneState): LaneState => ({ ...state, disabled: true });
+
+/** Enabled again (invariant 9): its backlog is redriven as after an outage, the circuit closed. */
+export const enabled = (state: LaneState): LaneState => ({ ...state, disabled: false, open: false, failures: 0, backlogWaits: true });
+
 /** A probe answered 2xx: the circuit closes (invariant 5). */
 export const probeDelivered = (state: LaneState): LaneState => ({ ...state, open: false });
 
@@ -98,12 +111,15 @@ export const scanned = (state: LaneState, count: number): LaneState =>
 export const redriveStarted = (state: LaneState): LaneState => ({ ...state, redriving: true });
 export const redriveEnded = (state: LaneState): LaneState => ({ ...state, redriving: false });
 
-/** What the redrive loop does next: probe an open circuit, pass over the backlog, or wait to be woken. */
-export const nextRedrive = (state: LaneState, s: LaneSettings): 'probe' | 'pass' | 'wait' =>
-  state.open ? 'probe' : s.autoRedrive && state.backlogWaits ? 'pass' : 'wait';
+/**
+ * What the redrive loop does next: while disabled, watch for being enabled again (invariant 9);
+ * probe an open circuit, pass over the backlog, or wait to be woken.
+ */
+export const nextRedrive = (state: LaneState, s: LaneSettings): 'watch' | 'probe' | 'pass' | 'wait' =>
+  state.disabled ? 'watch' : state.open ? 'probe' : s.autoRedrive && state.backlogWaits ? 'pass' : 'wait';
 
-/** The state as `GET /api/webhooks` and `webhook_state` show it (CONTRACT 4.4; invariant 7). */
-export type WebhookState = 'healthy' | 'retrying' | 'open' | 'redriving';
+/** The state as `GET /api/webhooks` and `webhook_state` show it (CONTRACT 4.4, 4.5; invariants 7, 9). */
+export type WebhookState = 'healthy' | 'retrying' | 'open' | 'redriving' | 'disabled';
 
 export const shownState = (state: LaneState, s: LaneSettings): WebhookState =>
-  state.open ? 'open' : state.redriving || (s.autoRedrive && state.backlogWaits) ? 'redriving' : state.waitingRetry > 0 ? 'retrying' : 'healthy';
+  state.disabled ? 'disabled' : state.open ? 'open' : state.redriving || (s.autoRedrive && state.backlogWaits) ? 'redriving' : state.waitingRetry > 0 ? 'retrying' : 'healthy';

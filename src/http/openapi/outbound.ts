@@ -81,7 +81,7 @@ export const outboundOpenApi: OpenApiPart = {
             properties: {
               index: { type: 'integer', minimum: 0 },
               host: { type: 'string', description: 'host and port of the URL; never the full URL, query, header or secret' },
-              state: { type: 'string', enum: ['healthy', 'retrying', 'open', 'redriving'] },
+              state: { type: 'string', enum: ['healthy', 'retrying', 'open', 'redriving', 'disabled'] },
               consecutiveFailures: { type: 'integer', minimum: 0, description: 'batches in a row that ended in the backlog' },
               lastSuccessAt: { type: ['string', 'null'], format: 'date-time' },
               lastFailureAt: { type: ['string', 'null'], format: 'date-time' },
