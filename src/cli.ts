@@ -18,6 +18,7 @@ import { failureBody } from './mapping/responses';
 import { buildInbound } from './runtime/inbound';
 import { makeLogger } from './runtime/logger';
 import { buildOutbound } from './runtime/outbound';
+import { loadWebhookFiles } from './config/webhookFiles';
 import { configKey } from './mapping/keys';
 import { runConnector, type ConnectorKind, type Outcome } from './runtime/connector';
 import { describeConnectionError } from './runtime/datastore';
@@ -227,6 +228,12 @@ const configCommand = async (args: string[], io: Io): Promise<Outcome> => {
     if (args.length !== 1) return usage(io, 'config validate takes one FILE', help);
     const file = readSettingsFile(args[0]!, io);
     if (E.isLeft(file)) return file.left;
+    // the files its webhooks name (TLS, OAuth 2.0 secrets), as this machine sees them
+    const files = loadWebhookFiles(file.right.settings.webhooks);
+    if (E.isLeft(files)) {
+      io.err(files.left.join('\n'));
+      return { code: 2 };
+    }
     io.out(`${args[0]}: valid (${file.right.settings.webhooks.length} webhooks, ${file.right.settings.mappings.length} mappings)`);
     return { code: 0 };
   }

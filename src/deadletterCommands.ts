@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import { parseManagedSettings } from './config/managed';
 import { safeUrl } from './config/urls';
+import { loadWebhookFiles } from './config/webhookFiles';
 import { configKey, deadLetterStream } from './mapping/keys';
 import { backlogBatch, readBacklog, type BacklogEntry } from './streams/backlog';
 import { classifyError, classifyResponse } from './streams/answers';
@@ -105,7 +106,11 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
           const raw = await r.get(configKey(a.id));
           const settings = raw === null ? undefined : parseManagedSettings(raw);
           if (settings !== undefined && E.isLeft(settings)) throw new Error(`${configKey(a.id)} is invalid: ${settings.left.join('; ')}`);
-          const subs = makeSubscriptions(settings?.right.webhooks ?? [], d.delivery);
+          const webhooks = settings?.right.webhooks ?? [];
+          // the webhooks' TLS and OAuth 2.0 files, as the connector reads them (CONTRACT 4.5)
+          const files = loadWebhookFiles(webhooks);
+          if (E.isLeft(files)) throw new Error(`${configKey(a.id)}: ${files.left.join('; ')}`);
+          const subs = makeSubscriptions(webhooks, d.delivery, files.right);
           let delivered = 0;
           let failed = 0;
           const enabled = new Set<number>();

@@ -124,7 +124,7 @@ const lane = (ts: TestScheduler, post: PostBatch, over: LaneOver = {}, deadLette
   const mem = memoryBacklog();
   const { index = 0, webhook = hook('http://a/'), backlog, observer = quiet, disabled, ...settings } = over;
   const subscription: Subscription = {
-    index, webhook, key: webhookKey(index, webhook.url), host: new URL(webhook.url).host,
+    index, webhook, key: webhookKey(index, webhook.url), host: new URL(webhook.url).host, files: {},
     settings: { maxAttempts: 5, maxInFlight: 4, queueCap: 1000, circuitThreshold: 1000, probeIntervalMs: 1000, autoRedrive: false, timeoutMs: 1000, ...settings },
   };
   return webhookLane({

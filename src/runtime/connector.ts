@@ -3,6 +3,7 @@ import type { RedisOptions } from 'ioredis';
 import type { AddressInfo } from 'node:net';
 import { defer, type Subscription } from 'rxjs';
 import { parseManagedSettings, DEFAULT_SETTINGS, settingsForLog, type ManagedSettings } from '../config/managed';
+import { loadWebhookFiles, type WebhookFiles } from '../config/webhookFiles';
 import { PARAMETERS, type StartupSettings } from '../config/startup';
 import { localUrls, removeAddressFile, writeAddressFile } from './addressFile';
 import { configKey } from '../mapping/keys';
@@ -31,6 +32,8 @@ export interface ConnectorContext {
   readonly metrics: Metrics;
   /** Writes refused with OOM, as readiness reports them (CONTRACT 6.6). */
   readonly outOfMemory: OutOfMemory;
+  /** The outbound's webhooks' files (TLS, OAuth 2.0), read and checked at start (CONTRACT 4.5); empty for the inbound. */
+  readonly webhookFiles: readonly WebhookFiles[];
 }
 
 export interface Background {
@@ -154,6 +157,13 @@ export const runConnector = async (
     }
     settings = decoded.right;
   }
+  // CONTRACT 4.5: a webhook's TLS and OAuth 2.0 files are part of its configuration: unreadable or invalid, exit 2
+  const files = kind === 'outbound' ? loadWebhookFiles(settings.webhooks) : E.right([]);
+  if (E.isLeft(files)) {
+    await datastore.close();
+    detachSignals();
+    return { code: 2, message: `${key} is invalid: ${files.left.join('; ')}` };
+  }
   log.level = settings.logLevel;
   log.info({ key, ...settingsForLog(settings) }, 'configuration loaded');
 
@@ -169,7 +179,7 @@ export const runConnector = async (
     return reading === 'signal' ? { code: 0 } : { code: 2, message: refusal };
   }
   const connectedSub = datastore.connected$.subscribe((c) => metrics.datastoreConnected.set(c ? 1 : 0));
-  const ctx: ConnectorContext = { startup, settings, datastore, redisOptions, log, metrics, outOfMemory: memory.outOfMemory };
+  const ctx: ConnectorContext = { startup, settings, datastore, redisOptions, log, metrics, outOfMemory: memory.outOfMemory, webhookFiles: files.right };
   const parts = build(ctx);
   let listening: Listening | undefined;
   let failure: string | undefined;
@@ -208,6 +218,8 @@ export const runConnector = async (
       current: settings,
       connector: kind,
       intervalMs: startup.datastore.configPollIntervalMilliseconds,
+      // a change whose webhook files do not load would only fail the restart: it is invalid now
+      check: (s) => (kind === 'outbound' ? E.getOrElse<string[], unknown>((errors) => errors)(E.map(() => [])(loadWebhookFiles(s.webhooks))) as string[] : []),
     }).subscribe((event) => {
       switch (event.kind) {
         case 'changed':

@@ -157,7 +157,7 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly Subscription[]
 
 export const buildOutbound = (ctx: ConnectorContext): ConnectorParts => {
   // every webhook's settings, the process defaults merged in once
-  const subscriptions = makeSubscriptions(ctx.settings.webhooks, deliveryDefaults(ctx.startup.webhooks));
+  const subscriptions = makeSubscriptions(ctx.settings.webhooks, deliveryDefaults(ctx.startup.webhooks), ctx.webhookFiles);
   const board = makeStatusBoard(subscriptions);
   return {
     dataRoutes: [

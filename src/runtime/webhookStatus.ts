@@ -1,3 +1,4 @@
+import { filterForShow } from '../config/managed';
 import { safeUrl } from '../config/urls';
 import type { Metrics } from '../http/metrics';
 import type { BacklogReason } from '../streams/backlog';
@@ -18,15 +19,24 @@ export interface WebhookStatus {
   inFlight: number;
   queued: number;
   backlog: number;
+  /** CONTRACT 4.5: the subscription as configured — the filter, the rate cap, whether it has TLS settings and which auth; never a file's contents or a secret. */
+  readonly filter: Record<string, Array<number | string>> | null;
+  readonly maxRequestsPerSecond: number | null;
+  readonly tls: boolean;
+  readonly auth: 'oauth2' | null;
 }
 
 export const STATES: readonly WebhookState[] = ['healthy', 'retrying', 'open', 'redriving', 'disabled'];
 
 /** The delivery status of every configured webhook, written by their lanes' observers. */
 export const makeStatusBoard = (subscriptions: readonly Subscription[]): WebhookStatus[] =>
-  subscriptions.map(({ index, host }) => ({
+  subscriptions.map(({ index, host, webhook: w }) => ({
     index, host, state: 'healthy', consecutiveFailures: 0, lastSuccessAt: null, lastFailureAt: null,
     lastError: null, inFlight: 0, queued: 0, backlog: 0,
+    filter: w.filter === undefined ? null : filterForShow(w.filter),
+    maxRequestsPerSecond: w.maxRequestsPerSecond ?? null,
+    tls: w.tls !== undefined,
+    auth: w.auth !== undefined ? 'oauth2' : null,
   }));
 
 const resultLabel = (r: AttemptResult): string =>

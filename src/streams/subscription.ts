@@ -1,6 +1,7 @@
 import type { Webhook } from '../config/managed';
 import type { StartupSettings } from '../config/startup';
 import { urlHost } from '../config/urls';
+import type { WebhookFiles } from '../config/webhookFiles';
 import { webhookKey } from './deliveryState';
 import type { LaneSettings } from './laneState';
 
@@ -29,6 +30,8 @@ export interface Subscription {
   /** As logs and metric labels show it: host and port, never the full URL, a header or a secret. */
   readonly host: string;
   readonly settings: DeliverySettings;
+  /** What the files its settings name hold (TLS material, OAuth 2.0 secret), read at start. */
+  readonly files: WebhookFiles;
 }
 
 /** CONTRACT 4.2: a webhook's own queue is bounded (1000 batches); overflow goes to its backlog. */
@@ -46,8 +49,8 @@ export const deliveryDefaults = (w: StartupSettings['webhooks']): DeliverySettin
 });
 
 /** One subscription per configured webhook, in configuration order. */
-export const makeSubscriptions = (webhooks: readonly Webhook[], defaults: DeliverySettings): Subscription[] =>
+export const makeSubscriptions = (webhooks: readonly Webhook[], defaults: DeliverySettings, files: readonly WebhookFiles[] = []): Subscription[] =>
   webhooks.map((webhook, index) => ({
-    index, webhook, key: webhookKey(index, webhook.url), host: urlHost(webhook.url),
+    index, webhook, key: webhookKey(index, webhook.url), host: urlHost(webhook.url), files: files[index] ?? {},
     settings: webhook.maxRequestsPerSecond === undefined ? defaults : { ...defaults, maxRequestsPerSecond: webhook.maxRequestsPerSecond },
   }));

@@ -18,6 +18,8 @@ export interface WatchConfigOptions {
   readonly current: ManagedSettings;
   readonly connector: 'outbound' | 'inbound';
   readonly intervalMs: number;
+  /** Problems beyond the text's decoding (e.g. files it names that do not load); none by default. */
+  readonly check?: (s: ManagedSettings) => readonly string[];
   readonly scheduler?: SchedulerLike;
 }
 
@@ -37,6 +39,8 @@ export const watchConfig$ = (o: WatchConfigOptions): Observable<ConfigEvent> => 
       if (raw === null) return { kind: 'deleted' };
       const decoded = parseManagedSettings(raw);
       if (E.isLeft(decoded)) return { kind: 'invalid', errors: decoded.left };
+      const problems = o.check?.(decoded.right) ?? [];
+      if (problems.length > 0) return { kind: 'invalid', errors: problems };
       const changed = o.initialRaw === null || settingsFingerprint(decoded.right, o.connector) !== currentPrint;
       return changed ? { kind: 'changed', settings: decoded.right } : null;
     }),

@@ -7,6 +7,7 @@ import { Observable } from 'rxjs';
 import type { Webhook } from '../config/managed';
 import type { Batch } from './batches';
 import type { PostBatch, WebhookResponse } from './answers';
+import { oauth2Tokens } from './oauth2';
 import type { Subscription } from './subscription';
 
 /**
@@ -55,11 +56,14 @@ export interface WebhookClient {
  * counts. Aborted when the subscriber unsubscribes (graceful-stop deadline). Any HTTP status is an
  * answer (the lane classifies it); redirects are not followed, so a 3xx is an answer too.
  */
-export const webhookClient = (sub: Pick<Subscription, 'webhook' | 'settings'>, userAgent: string, now: () => number = Date.now): WebhookClient => {
+export const webhookClient = (sub: Pick<Subscription, 'webhook' | 'settings' | 'files'>, userAgent: string, now: () => number = Date.now): WebhookClient => {
   const { webhook } = sub;
   const timeoutMs = sub.settings.timeoutMs;
   const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
-  const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64 });
+  // CONTRACT 4.5: the webhook's own CA, client certificate and server name, when it has them
+  const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64, ...(sub.files.tls ?? {}) });
+  const o2 = webhook.auth?.oauth2;
+  const tokens = o2 === undefined ? undefined : oauth2Tokens(o2, sub.files.oauth2?.clientSecret ?? '', sub.files.oauth2?.ca, timeoutMs);
   const client: AxiosInstance = axios.create({
     timeout: timeoutMs,
     httpAgent,
@@ -95,8 +99,24 @@ export const webhookClient = (sub: Pick<Subscription, 'webhook' | 'settings'>, u
         } else controller.abort();
       }, timeoutMs);
       const timestamp = Math.floor(now() / 1000);
-      client
-        .post(webhook.url, bytesOf(batch), { headers: requestHeaders(webhook, batch, timestamp, userAgent), signal: controller.signal })
+      const headers = requestHeaders(webhook, batch, timestamp, userAgent);
+      const send = (authorization?: string) =>
+        client.post(webhook.url, bytesOf(batch), { headers: authorization === undefined ? headers : { ...headers, Authorization: authorization }, signal: controller.signal });
+      /**
+       * With OAuth 2.0: the current token; a 401 discards it and the request goes again at once
+       * with a new one — once, inside this attempt (CONTRACT 4.5). A token that cannot be had
+       * fails the attempt as a network error does.
+       */
+      const exchange = async () => {
+        if (tokens === undefined) return send();
+        const token = await tokens.get();
+        const first = await send(`Bearer ${token}`);
+        if (first.status !== 401) return first;
+        (first.data as Readable).destroy();
+        tokens.discard(token);
+        return send(`Bearer ${await tokens.get()}`);
+      };
+      exchange()
         .then(
           (r) => {
             const retryAfter = r.headers['retry-after'];
@@ -132,12 +152,26 @@ export const webhookClient = (sub: Pick<Subscription, 'webhook' | 'settings'>, u
     close: () => {
       httpAgent.destroy();
       httpsAgent.destroy();
+      tokens?.close();
     },
   };
 };
 
-const describeError = (err: Error): string => {
+/** TLS failures by what they mean to an operator (CONTRACT 4.5), with OpenSSL's code. */
+const TLS_REASONS: ReadonlyArray<readonly [RegExp, string]> = [
+  [/^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?)$/, 'unknown CA'],
+  [/^ERR_TLS_CERT_ALTNAME_INVALID$/, 'name mismatch'],
+  [/^CERT_HAS_EXPIRED$/, 'certificate expired'],
+  [/^CERT_NOT_YET_VALID$/, 'certificate not yet valid'],
+  [/CERTIFICATE_REQUIRED|ALERT_HANDSHAKE_FAILURE/, 'certificate required (the server asks for a client certificate)'],
+  [/ALERT_(BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_UNKNOWN|DECRYPT_ERROR)/, 'the server refused our client certificate'],
+  [/ALERT_CERTIFICATE_EXPIRED/, 'the server found our client certificate expired'],
+];
+
+export const describeError = (err: Error): string => {
   const code = (err as Error & { code?: string }).code;
   if (code === 'ECONNABORTED' || code === 'ETIMEDOUT') return 'timeout';
+  const tls = code === undefined ? undefined : TLS_REASONS.find(([re]) => re.test(code));
+  if (tls !== undefined) return `TLS: ${tls[1]} (${code})`;
   return code !== undefined ? `network error ${code}` : err.message;
 };

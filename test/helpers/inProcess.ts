@@ -54,7 +54,7 @@ export const startInProcess = async (
   await datastore.ready();
   const metrics = makeMetrics({ kind, id: startup.right.id, version: VERSION });
   const memory = watchMemory({ redis: datastore.client, intervalMs: startup.right.datastore.memoryCheckIntervalMilliseconds, log, metrics });
-  const ctx: ConnectorContext = { startup: startup.right, settings: decoded.right, datastore, redisOptions, log, metrics, outOfMemory: memory.outOfMemory };
+  const ctx: ConnectorContext = { startup: startup.right, settings: decoded.right, datastore, redisOptions, log, metrics, outOfMemory: memory.outOfMemory, webhookFiles: [] };
   const parts = build(ctx);
   let addresses: readonly string[] = [];
   const listening = await listenAll(makeApp(kind, ctx, parts, () => addresses), [{ url: 'http://127.0.0.1:0', host: '127.0.0.1', port: 0 }]);

@@ -77,7 +77,10 @@ export const outboundOpenApi: OpenApiPart = {
           type: 'array',
           items: {
             type: 'object',
-            required: ['index', 'host', 'state', 'consecutiveFailures', 'lastSuccessAt', 'lastFailureAt', 'lastError', 'inFlight', 'queued', 'backlog'],
+            required: [
+              'index', 'host', 'state', 'consecutiveFailures', 'lastSuccessAt', 'lastFailureAt', 'lastError', 'inFlight', 'queued', 'backlog',
+              'filter', 'maxRequestsPerSecond', 'tls', 'auth',
+            ],
             properties: {
               index: { type: 'integer', minimum: 0 },
               host: { type: 'string', description: 'host and port of the URL; never the full URL, query, header or secret' },
@@ -89,6 +92,13 @@ export const outboundOpenApi: OpenApiPart = {
               inFlight: { type: 'integer', minimum: 0 },
               queued: { type: 'integer', minimum: 0 },
               backlog: { type: 'integer', minimum: 0, description: 'batches waiting to be redriven' },
+              filter: {
+                type: ['object', 'null'], description: 'the points this webhook gets, as configured (null: all of them)',
+                properties: Object.fromEntries(['casdu', 'ioa', 'types'].map((f) => [f, { type: 'array', items: { type: ['integer', 'string'] } }])),
+              },
+              maxRequestsPerSecond: { type: ['number', 'null'], description: 'its rate cap (null: none)' },
+              tls: { type: 'boolean', description: 'whether it has TLS settings of its own (never their contents)' },
+              auth: { type: ['string', 'null'], enum: ['oauth2', null], description: 'how it authenticates beyond static headers' },
             },
           },
         },
