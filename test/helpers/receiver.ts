@@ -1,5 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer as createHttpsServer, type ServerOptions as HttpsOptions } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 
 export interface Received {
   readonly headers: IncomingHttpHeaders;
@@ -7,6 +9,8 @@ export interface Received {
   readonly at: number;
   /** What the receiver answered (0: it never answered). */
   status: number;
+  /** Over https: the client certificate's CN, when the client sent one. */
+  readonly clientCn?: string | undefined;
 }
 
 export type Answer = { status: number; headers?: Record<string, string>; delayMs?: number } | 'hang';
@@ -16,13 +20,16 @@ export class Receiver {
   readonly requests: Received[] = [];
   private constructor(private readonly server: Server, readonly url: string) {}
 
-  static async start(answer: (n: number, r: Received) => Answer = () => ({ status: 200 })): Promise<Receiver> {
+  /** `tls`: an https receiver with these server options (e.g. one that requires a client certificate). */
+  static async start(answer: (n: number, r: Received) => Answer = () => ({ status: 200 }), tls?: HttpsOptions): Promise<Receiver> {
     let self: Receiver | undefined;
-    const server = createServer((req, res) => {
+    const handler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => {
       const parts: Buffer[] = [];
       req.on('data', (d: Buffer) => parts.push(d));
       req.on('end', () => {
-        const r: Received = { headers: req.headers, body: Buffer.concat(parts).toString('utf8'), at: Date.now(), status: 0 };
+        const peer = tls === undefined ? undefined : (req.socket as TLSSocket).getPeerCertificate?.();
+        const clientCn = peer !== undefined && peer !== null && 'subject' in peer && peer.subject !== undefined ? String(peer.subject.CN) : undefined;
+        const r: Received = { headers: req.headers, body: Buffer.concat(parts).toString('utf8'), at: Date.now(), status: 0, clientCn };
         self!.requests.push(r);
         const a = answer(self!.requests.length, r);
         if (a === 'hang') return;
@@ -33,9 +40,10 @@ export class Receiver {
         if (a.delayMs === undefined) reply();
         else setTimeout(reply, a.delayMs);
       });
-    });
+    };
+    const server: Server = tls === undefined ? createServer(handler) : (createHttpsServer(tls, handler) as unknown as Server);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    self = new Receiver(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`);
+    self = new Receiver(server, `${tls === undefined ? 'http' : 'https'}://127.0.0.1:${(server.address() as AddressInfo).port}/hook`);
     return self;
   }
 
