@@ -2,7 +2,8 @@
  * `npm run chaos`: a bounded, seeded fault-injection run of the push side (issue 9).
  *
  * A private redis-server (append-only, fsync always), a producer appending numbered entries at a
- * steady rate, three webhook receivers — healthy, flapping (503s, connection resets, hangs), slow —
+ * steady rate over CASDUs 10–13, four webhook receivers — healthy, flapping (503s, connection
+ * resets, hangs), slow, and filtered (its webhook's filter takes CASDU 12 only: one point in four) —
  * and the built outbound connector, supervised like an orchestrator would (restarted when it
  * exits); beside it the built inbound connector, supervised too, taking numbered POSTs of three
  * mappings each. The connectors reach Redis through a TCP proxy of the run's own, and the flapping
@@ -24,8 +25,10 @@
  * duplicate counts as "after a SIGKILL" when a process was SIGKILLed between its two copies (or up to
  * 2 s before the first: requests it had already sent still arrive), "after
  * a timeout" when the receiver answered its first copy only after the connector had given up on it).
- * Exit status 0 when lost, duplicates after de-duplication and ids with two contents are 0
- * everywhere, the healthy receiver's raw duplicates all follow a SIGKILL, and the inbound checks
+ * The filtered receiver is counted against its subset: "produced" is what its filter matches, and
+ * points outside it are counted (`outsideFilter`, which must be 0).
+ * Exit status 0 when lost, duplicates after de-duplication, ids with two contents and points
+ * outside a filter are 0 everywhere, the healthy receiver's raw duplicates all follow a SIGKILL, and the inbound checks
  * hold; 1 otherwise.
  *
  * Environment: CHAOS_SECONDS (fault period, default 300), CHAOS_SEED (default: random, printed),
@@ -177,6 +180,11 @@ interface Receiver {
   mode: Mode;
   /** Delay of every answer (the slow receiver). */
   delay: () => number;
+  /** Its webhook's filter (CONTRACT 4.5), and which produced seqs it matches (all, without one). */
+  readonly filter?: object;
+  readonly wants: (seq: number) => boolean;
+  /** Points received that its filter does not match (producer's seqs and inbound points alike). */
+  outside: number;
   url: string;
   server: Server;
   /** webhook-id → hash of the first body delivered under it. */
@@ -214,10 +222,11 @@ const ranges = (xs: Array<number | string>): string => {
   return out.join(',');
 };
 
-const startReceiver = async (name: string, delay: () => number): Promise<Receiver> => {
+const startReceiver = async (name: string, delay: () => number, filter?: { casdu: number[] }): Promise<Receiver> => {
   const port = await freePort();
   const r: Receiver = {
     name, mode: 'ok', delay, url: `http://127.0.0.1:${port}/hook`, server: undefined as unknown as Server,
+    ...(filter !== undefined ? { filter } : {}), wants: (seq) => filter === undefined || filter.casdu.includes(casduOf(seq)), outside: 0,
     ids: new Map(), raw: new Map(), dedup: new Map(), idsWithTwoContents: 0, repeats: [], firstSeen: new Map(), answeredTooLate: new Set(),
     deadLettered: 0, deadLetterReasons: new Map(), inbound: new Set(), firstSeqs: new Map(), seqId: new Map(), dedupReports: 0,
   };
@@ -239,6 +248,7 @@ const startReceiver = async (name: string, delay: () => number): Promise<Receive
         const hash = createHash('sha256').update(body).digest('hex');
         const now = Date.now();
         for (const s of seqs) r.raw.set(s, (r.raw.get(s) ?? 0) + 1);
+        if (r.filter !== undefined) r.outside += points.filter((p) => !(r.filter as { casdu: number[] }).casdu.includes(p.casdu ?? -1)).length;
         const known = r.ids.get(id);
         if (known === undefined) {
           r.ids.set(id, hash);
@@ -441,6 +451,9 @@ const inboundMissing = (r: Receiver): number =>
 // --- producer ----------------------------------------------------------------------------------
 
 let produced = 0;
+/** The producer's points spread over CASDUs 10..13, so that the filtered receiver (CASDU 12) wants one in four. */
+const casduOf = (seq: number): number => 10 + (seq % 4);
+const FILTERED_CASDU = 12;
 let producing = true;
 
 /**
@@ -473,8 +486,8 @@ const produce = async (): Promise<void> => {
       const pipe = redis.pipeline();
       for (const [seq, id] of batch) {
         todo.set(seq, id);
-        const data = `{"casdu":1,"ioa":${seq % 16777216},"type":36,"value":${seq},"timestamp":"${new Date().toISOString()}","source":"chaos","seq":${seq}}`;
-        pipe.xadd('process:updates', 'MAXLEN', '~', '2000000', id, 'casdu', '1', 'ioa', String(seq % 16777216), 'source', 'chaos', 'data', data);
+        const data = `{"casdu":${casduOf(seq)},"ioa":${seq % 16777216},"type":36,"value":${seq},"timestamp":"${new Date().toISOString()}","source":"chaos","seq":${seq}}`;
+        pipe.xadd('process:updates', 'MAXLEN', '~', '2000000', id, 'casdu', String(casduOf(seq)), 'ioa', String(seq % 16777216), 'source', 'chaos', 'data', data);
       }
       try {
         const replies = (await pipe.exec()) ?? [];
@@ -587,7 +600,7 @@ const inject = async (fault: Fault): Promise<void> => {
 
 let receivers: Receiver[] = [];
 const config = (description: string) =>
-  JSON.stringify({ description, hostUrls: ['http://127.0.0.1:0'], webhooks: receivers.map((r) => ({ url: r.url })) });
+  JSON.stringify({ description, hostUrls: ['http://127.0.0.1:0'], webhooks: receivers.map((r) => ({ url: r.url, ...(r.filter !== undefined ? { filter: r.filter } : {}) })) });
 const inboundConfig = () =>
   JSON.stringify({
     hostUrls: [`http://127.0.0.1:${inboundPort}`],
@@ -609,6 +622,7 @@ const flap = async (r: Receiver, until: () => boolean): Promise<void> => {
 
 interface Row {
   receiver: string;
+  /** What it should get: every produced entry, or those its filter matches. */
   produced: number;
   received: number;
   lost: number;
@@ -619,11 +633,18 @@ interface Row {
   rawDuplicatesAfterTimeout: number;
   rawDuplicatesOther: number;
   deadLettered: number;
+  /** Points it got that its filter does not match: must be 0. */
+  outsideFilter: number;
 }
 
 const report = (r: Receiver): Row => {
   let lost = 0;
-  for (let s = 0; s < produced; s++) if (!r.raw.has(s)) lost++;
+  let wanted = 0;
+  for (let s = 0; s < produced; s++) {
+    if (!r.wants(s)) continue;
+    wanted++;
+    if (!r.raw.has(s)) lost++;
+  }
   const extra = (m: Map<number, number>) => [...m.values()].reduce((n, c) => n + c - 1, 0);
   let afterKill = 0;
   let afterTimeout = 0;
@@ -640,9 +661,10 @@ const report = (r: Receiver): Row => {
     }
   }
   return {
-    receiver: r.name, produced, received: r.raw.size, lost, rawDuplicates: extra(r.raw), duplicatesAfterDedup: extra(r.dedup),
+    receiver: r.name, produced: wanted, received: r.raw.size, lost, rawDuplicates: extra(r.raw), duplicatesAfterDedup: extra(r.dedup),
     idsWithTwoContents: r.idsWithTwoContents, rawDuplicatesAfterSigkill: afterKill, rawDuplicatesAfterTimeout: afterTimeout, rawDuplicatesOther: other,
     deadLettered: r.deadLettered,
+    outsideFilter: r.outside,
   };
 };
 
@@ -683,6 +705,8 @@ const run = async (): Promise<number> => {
     await startReceiver('healthy', () => 0),
     await startReceiver('flapping', () => 0),
     await startReceiver('slow', () => between(200, 1500)),
+    // one CASDU in four, and none of the inbound connector's points (CASDU 2)
+    await startReceiver('filtered', () => 0, { casdu: [FILTERED_CASDU] }),
   ];
   const flappingPort = Number(new URL(receivers[1]!.url).port);
   webhookProxy = await startProxy(() => flappingPort);
@@ -720,7 +744,8 @@ const run = async (): Promise<number> => {
   say(`faults over: ${n} injected, ${produced} entries produced, ${posts.size} POSTs (${acknowledged().length} answered 200), ${main.restarts} outbound and ${inbound.restarts} inbound restarts; settling`);
 
   const settleEnd = Date.now() + SETTLE_SECONDS * 1000;
-  while (Date.now() < settleEnd && receivers.some((r) => r.raw.size < produced || inboundMissing(r) > 0)) await sleep(500);
+  const complete = (r: Receiver) => (r.filter === undefined ? r.raw.size >= produced && inboundMissing(r) === 0 : report(r).lost === 0);
+  while (Date.now() < settleEnd && !receivers.every(complete)) await sleep(500);
   await sleep(2000);
   main.supervise = false;
   inbound.supervise = false;
@@ -731,11 +756,11 @@ const run = async (): Promise<number> => {
   say('');
   printTable(rows);
   const inboundRow = await checkInbound();
-  const missing = Object.fromEntries(receivers.map((r) => [r.name, inboundMissing(r)]));
+  const missing = Object.fromEntries(receivers.filter((r) => r.filter === undefined).map((r) => [r.name, inboundMissing(r)]));
   say(`\ninbound: ${JSON.stringify(inboundRow)}; acknowledged POSTs missing at a receiver: ${JSON.stringify(missing)}`);
   const inboundOk = inboundRow.acknowledgedLost === 0 && inboundRow.partial === 0 && !inboundRow.keysOfTwoPosts && Object.values(missing).every((m) => m === 0);
   const verdict =
-    rows.every((r) => r.lost === 0 && r.duplicatesAfterDedup === 0 && r.idsWithTwoContents === 0) && rows[0]!.rawDuplicatesOther === 0 && inboundOk;
+    rows.every((r) => r.lost === 0 && r.duplicatesAfterDedup === 0 && r.idsWithTwoContents === 0 && r.outsideFilter === 0) && rows[0]!.rawDuplicatesOther === 0 && inboundOk;
   say(`\nfaults: ${FAULTS.map((f) => `${f} ${log.filter((l) => l.fault === f).length}`).join(', ')}`);
   say(`seed ${SEED}: ${verdict ? 'PASS' : 'FAIL'}`);
   say(`CHAOS_RESULT ${JSON.stringify({ seed: SEED, seconds: SECONDS, rate: RATE, produced, faults: log.length, rows, inbound: { ...inboundRow, missing }, pass: verdict })}`);
