@@ -1,7 +1,7 @@
 /**
  * `npm run bench [-- scenario …]`: every figure of ours next to a baseline measured in the same
  * run, as a ratio. Scenarios: inbound-10-mappings, inbound-wait-replicas, get-all-100k, get-one, get-all-1m, push-5-webhooks, push-cpu-per-point,
- * push-one-dead-webhook, push-outage-recovery. BENCH_SECONDS shortens the load phases (default 10).
+ * push-one-dead-webhook, push-outage-recovery, push-50-filtered. BENCH_SECONDS shortens the load phases (default 10).
  */
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
@@ -217,10 +217,27 @@ interface PushFigures {
   cpuUsPerPoint: number;
 }
 
+/**
+ * Webhooks of a push run: `filtered` gives webhook k of n the IOAs k·(10000/n) … (k+1)·(10000/n)−1
+ * (the producer's IOAs cycle over 0..9999), so each gets a different 1/n of the points.
+ */
+interface PushShape { readonly webhooks: number; readonly filtered: boolean }
+const FIVE: PushShape = { webhooks: 5, filtered: false };
+const IOAS = 10000;
+const filterOf = (k: number, n: number) => ({ ioa: [`${(k * IOAS) / n}-${((k + 1) * IOAS) / n - 1}`] });
+/** How many of seqs 0..produced−1 (IOA = seq mod 10000) webhook k of n matches. */
+const wantedOf = (k: number, n: number, produced: number): number => {
+  const lo = (k * IOAS) / n;
+  const width = IOAS / n;
+  const full = Math.floor(produced / IOAS) * width;
+  const rest = produced % IOAS;
+  return full + Math.max(0, Math.min(rest - lo, width));
+};
+
 /** One push run at a fixed rate: ours (the outbound connector) or the bare loop. */
-const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadFirst: boolean): Promise<PushFigures> => {
+const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadFirst: boolean, shape: PushShape = FIVE): Promise<PushFigures> => {
   await r.client.flushall();
-  const ports = await Promise.all([0, 1, 2, 3, 4].map(() => freePort()));
+  const ports = await Promise.all(Array.from({ length: shape.webhooks }, () => freePort()));
   const live = deadFirst ? ports.slice(1) : ports;
   const receivers = startScript('receivers.js', live.map(String));
   await nextMessage(receivers);
@@ -228,7 +245,8 @@ const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadF
   let server: ChildProcess;
   if (who === 'ours') {
     const port = await freePort();
-    await r.client.set('connectors:bench-push:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], webhooks: urls.map((url) => ({ url })) }));
+    const webhooks = urls.map((url, k) => ({ url, ...(shape.filtered ? { filter: filterOf(k, shape.webhooks) } : {}) }));
+    await r.client.set('connectors:bench-push:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], webhooks }));
     server = startConnector('outbound', { Id: 'bench-push', ConnectionStrings__Datastore: `127.0.0.1:${r.port}`, Webhooks__TimeoutMilliseconds: '2000', Webhooks__MaxAttempts: '2' });
     await waitReady(`http://127.0.0.1:${port}/health/ready`);
     for (let i = 0; i < 100 && (await r.client.exists('process:updates')) === 0; i++) await sleep(50);
@@ -240,18 +258,20 @@ const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadF
   const cpuBefore = cpuMs(server.pid!);
   const producer = startScript('producer.js', [String(r.port), String(rate), String(SECONDS)]);
   const made = await nextMessage<{ produced: number; seconds: number }>(producer);
+  /** What live receiver i should get: everything, or its filter's share. */
+  const want = (i: number) => (shape.filtered ? wantedOf(ports.indexOf(live[i]!), shape.webhooks, made.produced) : made.produced);
   // let deliveries finish: until every live receiver has everything, or 10 s more
   let report: Array<{ distinct: number; duplicates: number; p50: number; p99: number; first: number; last: number; points: number }> = [];
   for (let i = 0; i < 100; i++) {
     receivers.send('report');
     report = await nextMessage(receivers);
-    if (report.every((x) => x.distinct >= made.produced)) break;
+    if (report.every((x, i) => x.distinct >= want(i))) break;
     await sleep(100);
   }
   const cpuUsPerPoint = ((cpuMs(server.pid!) - cpuBefore) * 1000) / Math.max(1, made.produced);
   await stop(server);
   await stop(receivers);
-  const delivered = ports.map((p) => (live.includes(p) ? report[live.indexOf(p)]!.distinct / made.produced : 0));
+  const delivered = ports.map((p) => (live.includes(p) ? report[live.indexOf(p)]!.distinct / Math.max(1, want(live.indexOf(p))) : 0));
   const liveReports = report;
   return {
     rate,
@@ -427,6 +447,41 @@ const pushOutage = async (r: Redises) => {
   return { healthy, row };
 };
 
+/**
+ * push-50-filtered (issue 22): 50 webhooks, each filtering a different 2 % of the points, at 5,000
+ * points/s, next to 5 unfiltered webhooks (push-5-webhooks' shape) in the same run, two runs each;
+ * the lower-CPU run of each counts. "CPU per point" is as push-cpu-per-point defines it: the pushing
+ * process's CPU per point produced and delivered (to every webhook that wants it) — the target's
+ * figure. Shown beside it, CPU per point-delivery (a point to one webhook): every point goes to one
+ * webhook here and to five there, so that figure is five times the other's ratio by construction.
+ */
+const pushFiltered = async (r: Redises) => {
+  const RATE = 5000;
+  const FIFTY: PushShape = { webhooks: 50, filtered: true };
+  const rows: Row[] = [];
+  const best: Record<string, PushFigures> = {};
+  for (let round = 0; round < 2; round++) {
+    for (const [label, shape] of [['ours, 5 unfiltered', FIVE], ['ours, 50 filtered', FIFTY]] as const) {
+      const f = await pushRun(r, 'ours', RATE, false, shape);
+      const perDelivery = f.cpuUsPerPoint / (shape.filtered ? 1 : shape.webhooks);
+      rows.push({ ...pushRow(label, f), 'delivered %': `min ${(Math.min(...f.delivered) * 100).toFixed(1)}`, 'CPU µs/point-delivery': perDelivery });
+      if (best[label] === undefined || f.cpuUsPerPoint < best[label]!.cpuUsPerPoint) best[label] = f;
+    }
+  }
+  printTable(`push-50-filtered (${RATE}/s, ${SECONDS} s a run, two runs each; CPU of the outbound process)`, rows);
+  const five = best['ours, 5 unfiltered']!;
+  const fifty = best['ours, 50 filtered']!;
+  const perPoint = fifty.cpuUsPerPoint / five.cpuUsPerPoint;
+  const perDelivery = fifty.cpuUsPerPoint / (five.cpuUsPerPoint / 5);
+  const windowMs = 100;
+  printTable('push-50-filtered ratio, lower-CPU run of each (targets: 100 % delivered, p99 <= window + 50 ms, CPU per point <= 1.5x)', [{
+    'delivered %': (Math.min(...fifty.delivered) * 100).toFixed(1), 'p99 ms': fifty.p99,
+    'CPU per point ratio': perPoint, 'CPU per point-delivery ratio': perDelivery,
+    'targets met': String(complete(fifty) && fifty.p99 <= windowMs + 50 && perPoint <= 1.5),
+  }]);
+  return { rows, perPoint, perDelivery };
+};
+
 const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'inbound-10-mappings': inbound,
   'inbound-wait-replicas': inboundWaitReplicas,
@@ -437,6 +492,7 @@ const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'push-cpu-per-point': pushCpu,
   'push-one-dead-webhook': pushDead,
   'push-outage-recovery': pushOutage,
+  'push-50-filtered': pushFiltered,
 };
 
 (async () => {
