@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { get } from 'node:http';
+import { get as httpsGet } from 'node:https';
 import { collectRaw, PARAMETERS } from './config/startup';
 import type { AddressRecord } from './runtime/addressFile';
 
@@ -26,7 +27,11 @@ const alive = (pid: number): boolean => {
 
 const live = (url: string, timeoutMs: number): Promise<string | undefined> =>
   new Promise((resolve) => {
-    const req = get(`${url}/health/live`, { timeout: timeoutMs, agent: false }, (res) => {
+    // an https listener is this machine's own connector: its liveness is asked, not its identity checked
+    const ask = url.startsWith('https:')
+      ? (u: string, o: object, cb: (res: import('node:http').IncomingMessage) => void) => httpsGet(u, { ...o, rejectUnauthorized: false }, cb)
+      : get;
+    const req = ask(`${url}/health/live`, { timeout: timeoutMs, agent: false }, (res) => {
       res.resume();
       resolve(res.statusCode === 200 ? undefined : `${url}/health/live answered ${res.statusCode}`);
     });

@@ -17,7 +17,7 @@ describe('managed settings', () => {
   it('applies the defaults to an empty object', () => {
     expect(settings({})).toEqual(DEFAULT_SETTINGS);
     expect(DEFAULT_SETTINGS).toMatchObject({ isActive: true, logLevel: 'info', webhooks: [], mappings: [] });
-    expect(DEFAULT_SETTINGS.hostUrls).toEqual([{ url: 'http://0.0.0.0:8080', host: '0.0.0.0', port: 8080 }]);
+    expect(DEFAULT_SETTINGS.hostUrls).toEqual([{ url: 'http://0.0.0.0:8080', https: false, host: '0.0.0.0', port: 8080 }]);
   });
 
   it('decodes the contract example, ignoring unknown fields', () => {
@@ -54,7 +54,7 @@ describe('managed settings', () => {
     ['not an object', '[1]', /^\(root\): must be a JSON object/],
     ['isActive', JSON.stringify({ isActive: 'yes' }), /^isActive: must be a boolean, got "yes"$/],
     ['logLevel', JSON.stringify({ logLevel: 'Verbose' }), /^logLevel: must be one of Trace, Debug/],
-    ['hostUrls', JSON.stringify({ hostUrls: ['http://0.0.0.0:8080', 'https://x:1'] }), /^hostUrls\[1\]: must be http:\/\/HOST:PORT/],
+    ['hostUrls', JSON.stringify({ hostUrls: ['http://0.0.0.0:8080', 'ftp://x:1'] }), /^hostUrls\[1\]: must be http:\/\/HOST:PORT or https:\/\/HOST:PORT/],
     ['hostUrls port', JSON.stringify({ hostUrls: ['http://x:70000'] }), /^hostUrls\[0\]: /],
     ['webhook url', JSON.stringify({ webhooks: [{ url: 'https://a/' }, { url: 'ftp://b' }] }), /^webhooks\[1\]\.url: must be an http\(s\) URL/],
     ['webhook url missing', JSON.stringify({ webhooks: [{}] }), /^webhooks\[0\]\.url: must be an http\(s\) URL, got nothing$/],

@@ -23,6 +23,7 @@ describe('startup parameters', () => {
         },
         http: { maxBodyBytes: 1048576, maxConnections: 1024, headersTimeoutMilliseconds: 10000, requestTimeoutMilliseconds: 30000, maxBodyBytesInFlight: 67108864, idempotencyTtlSeconds: 86400 },
         apiKeys: [],
+        clientCertificates: 'off',
       }),
     );
   });
@@ -38,7 +39,25 @@ describe('startup parameters', () => {
     expect(s.right.datastore.streamPollIntervalMilliseconds).toBe(250);
     expect(s.right.datastore.startFromLatest).toBe(true);
     expect(s.right.webhooks.maxInFlight).toBe(8);
-    expect(s.right.apiKeys).toEqual(['k1', 'k2']);
+    expect(s.right.apiKeys).toEqual([{ name: 'key-1', key: 'k1' }, { name: 'key-2', key: 'k2' }]);
+  });
+
+  it('reads named API keys (name=key), keeps base64 padding in an unnamed key, refuses a name given twice (CONTRACT 7.1)', () => {
+    const s = load({}, { Id: 'c1', Authentication__ApiKeys: 'plant-a=s3cret,bXlrZXk=,scada.2=a=b,c2VjcmV0a2V5MTI=' });
+    expect(E.isRight(s) && s.right.apiKeys).toEqual([
+      { name: 'plant-a', key: 's3cret' }, { name: 'key-2', key: 'bXlrZXk=' }, { name: 'scada.2', key: 'a=b' }, { name: 'key-4', key: 'c2VjcmV0a2V5MTI=' },
+    ]);
+    expect(load({}, { Id: 'c1', Authentication__ApiKeys: 'a=1,a=2' })).toEqual(E.left(["Authentication:ApiKeys: the name 'a' is given to two keys"]));
+  });
+
+  it('reads the https listener parameters; client certificates default to optional with a client CA, and need one (CONTRACT 7.1)', () => {
+    const s = load({}, { Id: 'c1', Http__TlsCertFile: '/c.pem', Http__TlsKeyFile: '/k.pem', Http__ClientCaFile: '/ca.pem' });
+    expect(E.isRight(s) && [s.right.http.tlsCertFile, s.right.http.tlsKeyFile, s.right.http.clientCaFile, s.right.clientCertificates]).toEqual(['/c.pem', '/k.pem', '/ca.pem', 'optional']);
+    expect(E.isRight(load({}, { Id: 'c1', Http__ClientCaFile: '/ca.pem', Authentication__ClientCertificates: 'Required' }))).toBe(true);
+    expect(load({}, { Id: 'c1', Authentication__ClientCertificates: 'required' })).toEqual(
+      E.left(['Authentication:ClientCertificates: required needs Http:ClientCaFile (the CA that signs client certificates)']),
+    );
+    expect(load({}, { Id: 'c1', Authentication__ClientCertificates: 'maybe' })).toEqual(E.left(["Authentication:ClientCertificates: expected off, optional or required, got 'maybe'"]));
   });
 
   it('refuses a stop timeout beyond the 10 s of the whole stop, and reads the outage parameters', () => {

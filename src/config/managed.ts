@@ -22,6 +22,8 @@ export type PinoLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' 
 
 export interface HostUrl {
   readonly url: string;
+  /** CONTRACT 7.1: https listeners serve the certificate of `Http:TlsCertFile`. */
+  readonly https: boolean;
   /** `undefined` means every interface (`*`, `+`, `[::]`). */
   readonly host: string | undefined;
   readonly port: number;
@@ -129,11 +131,11 @@ const logLevel = refine<PinoLevel>('log level', (u) => {
 });
 
 const hostUrl = refine<HostUrl>('host URL', (u) => {
-  const m = typeof u === 'string' ? /^http:\/\/(\[[^\]]*\]|[^:/[\]]+):([0-9]{1,5})\/?$/i.exec(u) : null;
-  if (m === null || Number(m[2]) > 65535) return E.left(`must be http://HOST:PORT, got ${describe(u)}`);
-  const rawHost = m[1]!;
+  const m = typeof u === 'string' ? /^(https?):\/\/(\[[^\]]*\]|[^:/[\]]+):([0-9]{1,5})\/?$/i.exec(u) : null;
+  if (m === null || Number(m[3]) > 65535) return E.left(`must be http://HOST:PORT or https://HOST:PORT, got ${describe(u)}`);
+  const rawHost = m[2]!;
   const all = rawHost === '*' || rawHost === '+' || rawHost === '[::]';
-  return E.right({ url: u as string, host: all ? undefined : rawHost.replace(/^\[(.*)\]$/, '$1'), port: Number(m[2]) });
+  return E.right({ url: u as string, https: m[1]!.toLowerCase() === 'https', host: all ? undefined : rawHost.replace(/^\[(.*)\]$/, '$1'), port: Number(m[3]) });
 });
 
 /** Errors show the URL without user information or query (CONTRACT 6.5): either may be a credential. */
@@ -271,7 +273,7 @@ const withDefaults = (s: t.TypeOf<typeof SettingsCodec>): ManagedSettings => ({
   description: s.description ?? '',
   logLevel: s.logLevel ?? 'info',
   isActive: s.isActive ?? true,
-  hostUrls: s.hostUrls ?? [{ url: DEFAULT_HOST_URL, host: '0.0.0.0', port: 8080 }],
+  hostUrls: s.hostUrls ?? [{ url: DEFAULT_HOST_URL, https: false, host: '0.0.0.0', port: 8080 }],
   webhooks: (s.webhooks ?? []).map((w) => ({
     url: w.url,
     headers: w.headers ?? {},
@@ -399,7 +401,7 @@ export const settingsFingerprint = (s: ManagedSettings, connector: 'outbound' | 
     description: s.description,
     logLevel: s.logLevel,
     isActive: s.isActive,
-    hostUrls: s.hostUrls.map((h) => [h.host ?? '*', h.port]),
+    hostUrls: s.hostUrls.map((h) => [h.https ? 'https' : 'http', h.host ?? '*', h.port]),
     webhooks:
       connector === 'outbound'
         ? s.webhooks.map(webhookFingerprint)

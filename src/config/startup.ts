@@ -58,8 +58,15 @@ export interface StartupSettings {
     readonly idempotencyTtlSeconds: number;
     /** Where the running connector records the address it listens on, for `rest-connector healthcheck`. */
     readonly addressFile?: string;
+    /** CONTRACT 7.1: the https listeners' certificate chain and key (PEM), watched for changes. */
+    readonly tlsCertFile?: string;
+    readonly tlsKeyFile?: string;
+    /** CONTRACT 7.1: the CA that signs client certificates; with it, https clients are asked for one. */
+    readonly clientCaFile?: string;
   };
-  readonly apiKeys: readonly string[];
+  readonly apiKeys: readonly ApiKey[];
+  /** CONTRACT 7.1: `optional` by default when `Http:ClientCaFile` is set, else `off`. */
+  readonly clientCertificates: ClientCertificates;
 }
 
 type Raw = ReadonlyMap<string, string>;
@@ -102,9 +109,40 @@ const consumerNameText: Parser<string> = (name, value) =>
   );
 
 /** An explicitly set value without any usable key would turn authentication off: refused (CONTRACT 6.5). */
-const keyList: Parser<readonly string[]> = (name, value) => {
-  const keys = value.split(',').map((k) => k.trim()).filter((k) => k.length > 0);
-  return keys.length === 0 && value.trim() !== '' ? E.left(`${name}: no usable key in '${value}' (leave it empty to turn authentication off)`) : E.right(keys);
+/** An API key and the name a request log line shows for it (CONTRACT 7.1): its own, or `key-N`. */
+export interface ApiKey {
+  readonly name: string;
+  readonly key: string;
+}
+
+const NAMED = /^([A-Za-z][A-Za-z0-9_.-]*)=(.*[^=].*)$/;
+
+/**
+ * `k1,name=k2`: a key, or `name=key` (the first `=` separates; a name starts with a letter and holds
+ * letters, digits, `-`, `_`, `.`). An unnamed key is `key-N`, N its place in the whole list from 1.
+ * (A base64 key ending in `=` padding stays one key; give a name to a key that has `=` inside.)
+ */
+export const parseApiKeys = (value: string): ApiKey[] =>
+  value.split(',').map((k) => k.trim()).filter((k) => k.length > 0).map((entry, i) => {
+    const m = NAMED.exec(entry);
+    return m !== null ? { name: m[1]!, key: m[2]! } : { name: `key-${i + 1}`, key: entry };
+  });
+
+const keyList: Parser<readonly ApiKey[]> = (name, value) => {
+  const keys = parseApiKeys(value);
+  if (keys.length === 0 && value.trim() !== '') return E.left(`${name}: no usable key in the list (leave it empty to turn authentication off)`);
+  const names = new Set<string>();
+  for (const k of keys) {
+    if (names.has(k.name)) return E.left(`${name}: the name '${k.name}' is given to two keys`);
+    names.add(k.name);
+  }
+  return E.right(keys);
+};
+
+export type ClientCertificates = 'off' | 'optional' | 'required';
+const clientCertificates: Parser<ClientCertificates> = (name, value) => {
+  const v = value.trim().toLowerCase();
+  return v === 'off' || v === 'optional' || v === 'required' ? E.right(v) : E.left(`${name}: expected off, optional or required, got '${value}'`);
 };
 
 /** Node timers take at most 2^31 − 1 ms; beyond it they fire at once (CONTRACT 6.5). */
@@ -149,7 +187,11 @@ export const PARAMETERS = {
   requireNoEviction: 'Datastore:RequireNoEviction',
   memoryCheckIntervalMilliseconds: 'Datastore:MemoryCheckIntervalMilliseconds',
   addressFile: 'Http:AddressFile',
+  httpTlsCertFile: 'Http:TlsCertFile',
+  httpTlsKeyFile: 'Http:TlsKeyFile',
+  clientCaFile: 'Http:ClientCaFile',
   apiKeys: 'Authentication:ApiKeys',
+  clientCertificates: 'Authentication:ClientCertificates',
 } as const;
 
 /**
@@ -185,6 +227,8 @@ const optionalText = <K extends string>(raw: Raw, name: string, key: K): Partial
   const v = raw.get(name.toLowerCase())?.trim();
   return v === undefined || v === '' ? {} : ({ [key]: v } as Record<K, string>);
 };
+
+const clientCaSet = (raw: Raw): boolean => (raw.get(PARAMETERS.clientCaFile.toLowerCase())?.trim() ?? '') !== '';
 
 /** Every startup parameter that does not parse is reported, not only the first. */
 export const loadStartupSettings = (
@@ -239,9 +283,16 @@ export const loadStartupSettings = (
       maxBodyBytesInFlight: get(param(raw, P.maxBodyBytesInFlight, positiveInt, 67108864), 67108864),
       idempotencyTtlSeconds: get(param(raw, P.idempotencyTtlSeconds, positiveInt, 86400), 86400),
       ...optionalText(raw, P.addressFile, 'addressFile'),
+      ...optionalText(raw, P.httpTlsCertFile, 'tlsCertFile'),
+      ...optionalText(raw, P.httpTlsKeyFile, 'tlsKeyFile'),
+      ...optionalText(raw, P.clientCaFile, 'clientCaFile'),
     },
     apiKeys: get(param(raw, P.apiKeys, keyList, []), []),
+    clientCertificates: get(param(raw, P.clientCertificates, clientCertificates, clientCaSet(raw) ? 'optional' : 'off'), 'off'),
   };
+  if (settings.clientCertificates !== 'off' && settings.http.clientCaFile === undefined) {
+    errors.push(`${P.clientCertificates}: ${settings.clientCertificates} needs ${P.clientCaFile} (the CA that signs client certificates)`);
+  }
   return errors.length > 0 ? E.left(errors) : E.right(deepFreeze(settings));
 };
 

@@ -1,7 +1,7 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { makeApiKeyCheck } from './auth';
+import { certificateCaller, makeApiKeyCheck, type NamedKey } from './auth';
 import { makeRequestLog } from './requestLog';
 import { withDataPath } from './dataPath';
 import type { Metrics } from './metrics';
@@ -15,7 +15,10 @@ import { INACTIVE, NOT_CONNECTED, sendError, sendProblem } from './problem';
 export interface RequestContext {
   /** When the request was received: the time of the data points that have no timestamp path (CONTRACT 5.3). */
   readonly receivedAt: Date;
-  /** Who called: the API key that matched (`key-N`); undefined when no key is required. */
+  /**
+   * Who called (CONTRACT 7.1): the name of the API key that matched (its own, or `key-N`), or the
+   * subject CN of a verified client certificate; undefined when neither is known. Never a key.
+   */
   readonly caller: string | undefined;
   readonly log: Logger;
 }
@@ -32,7 +35,7 @@ export interface DataRoute {
 export interface AppDeps {
   readonly log: Logger;
   readonly metrics: Metrics;
-  readonly apiKeys: readonly string[];
+  readonly apiKeys: readonly NamedKey[];
   readonly isConnected: () => boolean;
   readonly isActive: () => boolean;
   /** Set when background work died: readiness answers 503 with it until the process exits. */
@@ -62,12 +65,15 @@ const unexpected = (log: Logger, err: unknown, req: IncomingMessage, path: strin
  * data routes (`dataPath.ts`), which serves the exact method and path of a data route without
  * express's router. Both run each data route through the same `serve` chain.
  */
+/** Each request's caller, for its log line (set where it is authenticated). */
+const callers = new WeakMap<IncomingMessage, string>();
+
 export const createApp = (deps: AppDeps): RequestListener => {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('query parser', 'simple');
-  const requestLog = makeRequestLog(deps.log, deps.metrics);
+  const requestLog = makeRequestLog(deps.log, deps.metrics, (req) => callers.get(req));
   app.use((req, res, next) => {
     requestLog(req, res, () => routeOf(req), () => req.path);
     next();
@@ -75,16 +81,22 @@ export const createApp = (deps: AppDeps): RequestListener => {
 
   // Settings are fixed for the life of the process (a change restarts it): guards that would
   // always pass are left out rather than run on every request.
-  const authorized = makeApiKeyCheck(deps.apiKeys);
+  const keyCheck = makeApiKeyCheck(deps.apiKeys);
   const keyRequired = deps.apiKeys.length > 0;
+  /** The request's caller (a verified client certificate's CN, else the matching key's name), remembered for its log line. */
+  const callerOf = (req: IncomingMessage): string | undefined => {
+    const caller = certificateCaller(req) ?? (keyRequired ? keyCheck(req) : undefined);
+    if (caller !== undefined) callers.set(req, caller);
+    return caller;
+  };
   const denied = (res: ServerResponse) =>
     sendProblem(res, 401, 'a valid API key is required (Authorization: Bearer <key> or X-Api-Key)', { 'WWW-Authenticate': 'Bearer' });
-  const requireKey: RequestHandler[] = keyRequired ? [(req, res, next) => (authorized(req) !== undefined ? next() : denied(res))] : [];
+  const requireKey: RequestHandler[] = keyRequired ? [(req, res, next) => (callerOf(req) !== undefined ? next() : denied(res))] : [];
   const inactive = !deps.isActive();
 
   /** A data route behind authentication and the inactive check; an error thrown is a 500. */
   const serve = (handler: DataHandler) => (req: IncomingMessage, res: ServerResponse, path: string): void => {
-    const caller = keyRequired ? authorized(req) : undefined;
+    const caller = callerOf(req);
     if (keyRequired && caller === undefined) return denied(res);
     if (inactive) return sendProblem(res, 503, INACTIVE);
     try {

@@ -9,7 +9,7 @@ import type { Metrics } from './metrics';
  */
 export type RequestLog = (req: IncomingMessage, res: ServerResponse, route: () => string, path: () => string) => void;
 
-export const makeRequestLog = (log: Logger, metrics: Metrics): RequestLog => {
+export const makeRequestLog = (log: Logger, metrics: Metrics, callerOf: (req: IncomingMessage) => string | undefined = () => undefined): RequestLog => {
   const counters = new Map<string, { inc(): void }>();
   const timers = new Map<string, { observe(v: number): void }>();
   return (req, res, routeNow, pathNow) => {
@@ -26,7 +26,8 @@ export const makeRequestLog = (log: Logger, metrics: Metrics): RequestLog => {
       if (counter === undefined) counters.set(`${key} ${status}`, (counter = metrics.httpRequests.labels(route, method, String(status))));
       counter.inc();
       timer.observe(seconds);
-      log.info({ method, route, path: pathNow(), status, durationMs: Math.round(seconds * 1e6) / 1e3, aborted: !res.writableFinished || undefined }, 'request');
+      // CONTRACT 7.1: the caller by name (a key's name, key-N, a certificate's CN), never a key
+      log.info({ method, route, path: pathNow(), status, durationMs: Math.round(seconds * 1e6) / 1e3, caller: callerOf(req), aborted: !res.writableFinished || undefined }, 'request');
     });
   };
 };

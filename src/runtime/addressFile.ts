@@ -13,10 +13,11 @@ export interface AddressRecord {
 }
 
 /** How a local client reaches a listener bound to this address: the loopback for a wildcard. */
-export const localUrls = (a: AddressInfo): string[] => {
-  if (a.address === '0.0.0.0') return [`http://127.0.0.1:${a.port}`];
-  if (a.address === '::') return [`http://127.0.0.1:${a.port}`, `http://[::1]:${a.port}`];
-  return [a.family === 'IPv6' ? `http://[${a.address}]:${a.port}` : `http://${a.address}:${a.port}`];
+export const localUrls = (a: AddressInfo, https = false): string[] => {
+  const s = https ? 'https' : 'http';
+  if (a.address === '0.0.0.0') return [`${s}://127.0.0.1:${a.port}`];
+  if (a.address === '::') return [`${s}://127.0.0.1:${a.port}`, `${s}://[::1]:${a.port}`];
+  return [a.family === 'IPv6' ? `${s}://[${a.address}]:${a.port}` : `${s}://${a.address}:${a.port}`];
 };
 
 /** Written whole or not at all (a temporary file renamed over it): the check never reads half a record. */

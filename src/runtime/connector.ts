@@ -1,6 +1,7 @@
 import * as E from 'fp-ts/Either';
 import type { RedisOptions } from 'ioredis';
 import type { AddressInfo } from 'node:net';
+import type { SecureContextOptions } from 'node:tls';
 import { defer, type Subscription } from 'rxjs';
 import { parseManagedSettings, DEFAULT_SETTINGS, settingsForLog, type ManagedSettings } from '../config/managed';
 import { loadWebhookFiles, type WebhookFiles } from '../config/webhookFiles';
@@ -15,7 +16,8 @@ import { VERSION } from '../version';
 import { connectDatastore, type Datastore } from './datastore';
 import type { Logger } from './logger';
 import { watchMemory, type MemoryReading, type OutOfMemory } from './memory';
-import { listenAll, type Listening } from './servers';
+import { isHttps, listenAll, type Listening, type ListenerTls } from './servers';
+import { listenerFiles, loadListenerTls, watchListenerTls } from './listenerTls';
 import { onStopSignal } from './signals';
 
 export type ConnectorKind = 'outbound' | 'inbound';
@@ -69,6 +71,20 @@ export const makeApp = (
     dataRoutes: parts.dataRoutes,
     openapi: () => openApiDocument(`rest-connectors ${kind}`, VERSION, ctx.startup.apiKeys.length > 0, addresses(), parts.openapi),
   });
+
+/** How often the listener certificate's files are looked at (CONTRACT 7.1: a change is served within 10 s). */
+const TLS_POLL_MS = 2000;
+
+/** The https listeners' TLS (CONTRACT 7.1): none without an https host URL; an https URL needs files that load. */
+const listenerTlsFor = (settings: ManagedSettings, startup: StartupSettings): E.Either<string, ListenerTls | undefined> => {
+  const https = settings.hostUrls.filter((h) => h.https).map((h) => h.url);
+  if (https.length === 0) return E.right(undefined);
+  const files = listenerFiles(startup);
+  if (files === undefined) {
+    return E.left(`${PARAMETERS.httpTlsCertFile} and ${PARAMETERS.httpTlsKeyFile} are required for ${https.join(', ')} in hostUrls`);
+  }
+  return E.map((context: SecureContextOptions): ListenerTls | undefined => ({ context, clientCertificates: startup.clientCertificates }))(loadListenerTls(files));
+};
 
 /** The config key holds something that is not a string: a startup error (exit 2), not a retry. */
 class WrongType {
@@ -164,6 +180,13 @@ export const runConnector = async (
     detachSignals();
     return { code: 2, message: `${key} is invalid: ${files.left.join('; ')}` };
   }
+  // CONTRACT 7.1: https host URLs need a certificate and key that load (exit 2 naming the parameter)
+  const tls = listenerTlsFor(settings, startup);
+  if (E.isLeft(tls)) {
+    await datastore.close();
+    detachSignals();
+    return { code: 2, message: tls.left };
+  }
   log.level = settings.logLevel;
   log.info({ key, ...settingsForLog(settings) }, 'configuration loaded');
 
@@ -190,7 +213,7 @@ export const runConnector = async (
       maxConnections: startup.http.maxConnections,
       headersTimeoutMs: startup.http.headersTimeoutMilliseconds,
       requestTimeoutMs: startup.http.requestTimeoutMilliseconds,
-    });
+    }, tls.right);
   } catch (err) {
     connectedSub.unsubscribe();
     memory.stop();
@@ -199,11 +222,23 @@ export const runConnector = async (
     return { code: 2, message: `cannot listen on ${settings.hostUrls.map((h) => h.url).join(', ')}: ${(err as Error).message}` };
   }
   log.info({ addresses: listening.addresses }, `${kind} connector listening`);
+  const served = listening;
+  // CONTRACT 7.1: a new certificate (or client CA) is served to new connections within 10 s; one that does not load is reported, the old one kept
+  const certFiles = listenerFiles(startup);
+  const certWatch =
+    tls.right !== undefined && certFiles !== undefined
+      ? watchListenerTls(certFiles, TLS_POLL_MS, (context) => {
+          served.setTls(context);
+          log.info({ certFile: certFiles.certFile }, 'listener certificate reloaded: new connections get it');
+        }, (reason) => log.error({ reason }, 'new listener certificate does not load; keeping the current one'))
+      : undefined;
   const addressFile = startup.http.addressFile;
   if (addressFile !== undefined) {
-    // for `rest-connector healthcheck` (the image's HEALTHCHECK): where this process really listens
+    // for `rest-connector healthcheck` (the image's HEALTHCHECK): where this process really listens —
+    // a plain http listener when there is one (a probe has no client certificate)
+    const probe = listening.servers.find((x) => !isHttps(x)) ?? listening.servers[0]!;
     try {
-      writeAddressFile(addressFile, { pid: process.pid, kind, urls: localUrls(listening.servers[0]!.address() as AddressInfo) });
+      writeAddressFile(addressFile, { pid: process.pid, kind, urls: localUrls(probe.address() as AddressInfo, isHttps(probe)) });
     } catch (err) {
       log.error({ file: addressFile, err: (err as Error).message }, 'cannot record the listen address for the healthcheck (Http:AddressFile): the healthcheck will fail');
     }
@@ -219,7 +254,10 @@ export const runConnector = async (
       connector: kind,
       intervalMs: startup.datastore.configPollIntervalMilliseconds,
       // a change whose webhook files do not load would only fail the restart: it is invalid now
-      check: (s) => (kind === 'outbound' ? E.getOrElse<string[], unknown>((errors) => errors)(E.map(() => [])(loadWebhookFiles(s.webhooks))) as string[] : []),
+      check: (s) => [
+        ...(kind === 'outbound' ? E.getOrElse<string[], unknown>((errors) => errors)(E.map(() => [])(loadWebhookFiles(s.webhooks))) as string[] : []),
+        ...(E.isLeft(listenerTlsFor(s, startup)) ? [(listenerTlsFor(s, startup) as E.Left<string>).left] : []),
+      ],
     }).subscribe((event) => {
       switch (event.kind) {
         case 'changed':
@@ -243,6 +281,7 @@ export const runConnector = async (
   });
   const why = await Promise.race([signal, changed, ...(died ? [died] : [])]);
   stopWatch();
+  certWatch?.stop();
   const deadline = Date.now() + GRACE_MS;
   await Promise.all([listening.close(GRACE_MS), background?.stop(deadline)]);
   if (addressFile !== undefined) removeAddressFile(addressFile, process.pid);

@@ -1,5 +1,7 @@
 import { createServer, STATUS_CODES, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import type { SecureContextOptions } from 'node:tls';
 import type { HostUrl } from '../config/managed';
 
 export interface Listening {
@@ -7,6 +9,15 @@ export interface Listening {
   readonly addresses: readonly string[];
   /** Stops accepting, lets in-flight requests finish, then cuts what is left after `graceMs`. */
   close(graceMs: number): Promise<void>;
+  /** CONTRACT 7.1: new connections to the https listeners get this certificate; open ones keep theirs. */
+  setTls(tls: SecureContextOptions): void;
+}
+
+/** CONTRACT 7.1: what https listeners serve and ask of clients. */
+export interface ListenerTls {
+  /** The certificate chain, key and client CA (PEM); replaced by `setTls` on rotation. */
+  readonly context: SecureContextOptions;
+  readonly clientCertificates: 'off' | 'optional' | 'required';
 }
 
 /** Set once a stop begins: every answer from then on closes its connection. */
@@ -25,12 +36,13 @@ export interface ServerLimits {
 
 const DEFAULT_LIMITS: ServerLimits = { maxConnections: 1024, headersTimeoutMs: 10000, requestTimeoutMs: 30000 };
 
-const listenOne = (app: RequestListener, host: string, port: number, flag: StopFlag, limits: ServerLimits): Promise<Server> =>
+const listenOne = (app: RequestListener, host: string, port: number, flag: StopFlag, limits: ServerLimits, tls?: ListenerTls): Promise<Server> =>
   new Promise((resolve, reject) => {
     // Node checks the headers and request timeouts only this often (30 s by default)
     const busy = new Set<Socket>();
     const closeAfter = new Set<Socket>();
-    const server = createServer({ connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))) }, (req, res) => {
+    const connectionsCheckingInterval = Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4)));
+    const handler: RequestListener = (req, res) => {
       const socket = req.socket;
       busy.add(socket);
       res.once('close', () => {
@@ -43,7 +55,24 @@ const listenOne = (app: RequestListener, host: string, port: number, flag: StopF
         res.once('close', () => flag.open.delete(res));
       }
       app(req, res);
-    });
+    };
+    const server: Server =
+      tls === undefined
+        ? createServer({ connectionsCheckingInterval }, handler)
+        : (createHttpsServer(
+            {
+              ...tls.context,
+              connectionsCheckingInterval,
+              // TLS 1.2 or newer (CONTRACT 7.1); a client CA makes the listener ask for a certificate,
+              // which `required` demands in the handshake and `optional` only verifies
+              minVersion: 'TLSv1.2',
+              requestCert: tls.clientCertificates !== 'off',
+              rejectUnauthorized: tls.clientCertificates === 'required',
+              // a client that never finishes its handshake is cut like one that never finishes its headers
+              handshakeTimeout: limits.headersTimeoutMs,
+            },
+            handler,
+          ) as unknown as Server);
     server.keepAliveTimeout = 5000;
     server.maxConnections = limits.maxConnections;
     // Node wants the headers' limit within the whole request's
@@ -73,20 +102,25 @@ const listenOne = (app: RequestListener, host: string, port: number, flag: StopF
   });
 
 /** `*`, `+` and `[::]` mean every interface: `::` (dual stack), or `0.0.0.0` where IPv6 is off. */
-const listenUrl = async (app: RequestListener, url: HostUrl, flag: StopFlag, limits: ServerLimits): Promise<Server> => {
-  if (url.host !== undefined) return listenOne(app, url.host, url.port, flag, limits);
+const listenUrl = async (app: RequestListener, url: HostUrl, flag: StopFlag, limits: ServerLimits, tls?: ListenerTls): Promise<Server> => {
+  const own = url.https ? tls : undefined;
+  if (url.https && own === undefined) throw new Error(`${url.url} needs a certificate (Http:TlsCertFile and Http:TlsKeyFile)`);
+  if (url.host !== undefined) return listenOne(app, url.host, url.port, flag, limits, own);
   try {
-    return await listenOne(app, '::', url.port, flag, limits);
+    return await listenOne(app, '::', url.port, flag, limits, own);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL') return listenOne(app, '0.0.0.0', url.port, flag, limits);
+    if (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL') return listenOne(app, '0.0.0.0', url.port, flag, limits, own);
     throw err;
   }
 };
 
+export const isHttps = (s: Server): boolean => 'setSecureContext' in s;
+
 const describe = (s: Server): string => {
   const a = s.address() as AddressInfo;
-  return a.family === 'IPv6' ? `http://[${a.address}]:${a.port}` : `http://${a.address}:${a.port}`;
+  const scheme = isHttps(s) ? 'https' : 'http';
+  return a.family === 'IPv6' ? `${scheme}://[${a.address}]:${a.port}` : `${scheme}://${a.address}:${a.port}`;
 };
 
 /**
@@ -95,11 +129,11 @@ const describe = (s: Server): string => {
  * answer from then on carries `Connection: close`, and in-flight requests finish; what is left
  * after `graceMs` is cut.
  */
-export const listenAll = async (app: RequestListener, urls: readonly HostUrl[], limits: ServerLimits = DEFAULT_LIMITS): Promise<Listening> => {
+export const listenAll = async (app: RequestListener, urls: readonly HostUrl[], limits: ServerLimits = DEFAULT_LIMITS, tls?: ListenerTls): Promise<Listening> => {
   const servers: Server[] = [];
   const flag: StopFlag = { stopping: false, open: new Set() };
   try {
-    for (const url of urls) servers.push(await listenUrl(app, url, flag, limits));
+    for (const url of urls) servers.push(await listenUrl(app, url, flag, limits, tls));
   } catch (err) {
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
     throw err;
@@ -107,6 +141,9 @@ export const listenAll = async (app: RequestListener, urls: readonly HostUrl[], 
   return {
     servers,
     addresses: servers.map(describe),
+    setTls: (context) => {
+      for (const s of servers) if (isHttps(s)) (s as unknown as HttpsServer).setSecureContext(context);
+    },
     close: (graceMs) => {
       flag.stopping = true;
       for (const res of flag.open) if (!res.headersSent) res.setHeader('Connection', 'close');

@@ -57,7 +57,7 @@ export const startInProcess = async (
   const ctx: ConnectorContext = { startup: startup.right, settings: decoded.right, datastore, redisOptions, log, metrics, outOfMemory: memory.outOfMemory, webhookFiles: [] };
   const parts = build(ctx);
   let addresses: readonly string[] = [];
-  const listening = await listenAll(makeApp(kind, ctx, parts, () => addresses), [{ url: 'http://127.0.0.1:0', host: '127.0.0.1', port: 0 }]);
+  const listening = await listenAll(makeApp(kind, ctx, parts, () => addresses), [{ url: 'http://127.0.0.1:0', https: false, host: '127.0.0.1', port: 0 }]);
   addresses = listening.addresses;
   const background = parts.start?.();
   return {
