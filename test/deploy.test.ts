@@ -146,11 +146,26 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "dist\/src\/cli\.js"\]$/m);
     expect(container.command).toBeUndefined(); // the image's entrypoint
     expect(container.args).toEqual([kind]);
-    expect(container.ports).toEqual([{ name: 'http', containerPort: defaultPort }]);
+    expect(container.ports[0]).toEqual({ name: 'http', containerPort: defaultPort });
     expect(container.livenessProbe.httpGet).toEqual({ path: '/health/live', port: 'http' });
     expect(container.readinessProbe.httpGet).toEqual({ path: '/health/ready', port: 'http' });
     const env = container.env as Array<{ name: string; value?: string; valueFrom?: { secretKeyRef: { name: string } } }>;
-    expect(env.map((e) => envFor(e.name)).sort()).toEqual([envFor(PARAMETERS.connectionString), envFor(PARAMETERS.id)].sort());
+    const tlsParams = [PARAMETERS.httpTlsCertFile, PARAMETERS.httpTlsKeyFile, PARAMETERS.clientCaFile];
+    const withTls = env.some((e) => envFor(e.name) === envFor(PARAMETERS.httpTlsCertFile));
+    expect(env.map((e) => envFor(e.name)).sort()).toEqual([envFor(PARAMETERS.connectionString), envFor(PARAMETERS.id), ...(withTls ? tlsParams.map(envFor) : [])].sort());
+    if (withTls) {
+      // CONTRACT 7.1: the files the parameters name lie in a Secret mounted as a directory (so a renewal is swapped in)
+      const mount = container.volumeMounts.find((m: { name: string }) => m.name === 'tls');
+      const volume = pod.volumes.find((v: { name: string }) => v.name === 'tls');
+      const secret = parseAllDocuments(read('deploy/kubernetes/tls-secret.example.yaml'))[0]!.toJS() as { metadata: { name: string }; type: string; stringData: Record<string, string> };
+      expect([mount.readOnly, mount.subPath, volume.secret.secretName, secret.type]).toEqual([true, undefined, secret.metadata.name, 'kubernetes.io/tls']);
+      for (const p of tlsParams) {
+        const file = env.find((e) => envFor(e.name) === envFor(p))!.value!;
+        expect(file.startsWith(`${mount.mountPath}/`) && Object.keys(secret.stringData).includes(file.slice(mount.mountPath.length + 1))).toBe(true);
+      }
+      expect(container.ports[1]).toEqual({ name: 'https', containerPort: 8443 });
+      expect(service.spec.ports[1]).toEqual({ name: 'https', port: 8443, targetPort: 'https' });
+    }
     expect(env.find((e) => e.name === 'ConnectionStrings__Datastore')?.valueFrom?.secretKeyRef.name).toBe('rest-connectors-datastore');
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(GRACE_MS / 1000);
     expect(deployment.spec.template.metadata.annotations['prometheus.io/port']).toBe(String(defaultPort));
