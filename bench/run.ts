@@ -1,12 +1,13 @@
 /**
  * `npm run bench [-- scenario …]`: every figure of ours next to a baseline measured in the same
- * run, as a ratio. Scenarios: inbound-10-mappings, inbound-wait-replicas, get-all-100k, get-one, get-all-1m, push-5-webhooks, push-cpu-per-point,
+ * run, as a ratio. Scenarios: inbound-10-mappings, inbound-wait-replicas, inbound-https, get-all-100k, get-one, get-all-1m, push-5-webhooks, push-cpu-per-point,
  * push-one-dead-webhook, push-outage-recovery, push-50-filtered. BENCH_SECONDS shortens the load phases (default 10).
  */
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRedisServer } from '../support/redisServer';
@@ -105,6 +106,60 @@ const inbound = async (r: Redises) => {
   const met = Number(ratios['CPU per request ratio']) <= 0.8 && Number(ratios['p99 ratio']) <= 1.2 && Number(ratios['req/s ratio']) >= 0.9;
   printTable('inbound-10-mappings ratio, best run of each (targets: CPU per request <= 0.8, p99 <= 1.2, req/s >= 0.9)', [{ ...ratios, 'targets met': String(met) }]);
   return { ...result, payloadBytes: Buffer.byteLength(body) };
+};
+
+/**
+ * inbound-https (issue 24): the inbound-10-mappings load over https with keep-alive, next to plain
+ * http on the same connector (both listeners of one process) in the same run, three rounds each,
+ * alternating; the best run of each by req/s, and the least CPU per request. No target: it says
+ * what TLS costs. The certificate is made here with openssl.
+ */
+const inboundHttps = async (r: Redises) => {
+  const body = benchPayload();
+  const dir = mkdtempSync(join(tmpdir(), 'rc-bench-tls-'));
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+  ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=bench CA');
+  writeFileSync(join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
+  ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
+  ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'server.ext');
+  const [httpPort, httpsPort] = [await freePort(), await freePort()];
+  await r.client.flushall();
+  await r.client.set('connectors:bench-tls:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${httpPort}`, `https://127.0.0.1:${httpsPort}`], mappings: benchMappingsConfig() }));
+  const p = startConnector('inbound', {
+    Id: 'bench-tls', ConnectionStrings__Datastore: `127.0.0.1:${r.port}`, Http__TlsCertFile: join(dir, 'server.crt'), Http__TlsKeyFile: join(dir, 'server.key'),
+  });
+  const opts = { method: 'POST' as const, headers: { 'content-type': 'application/json' }, body };
+  const urls = { http: `http://127.0.0.1:${httpPort}/api/datapoints?topic=bench`, https: `https://127.0.0.1:${httpsPort}/api/datapoints?topic=bench` };
+  try {
+    await waitReady(`http://127.0.0.1:${httpPort}/health/ready`);
+    for (const url of Object.values(urls)) {
+      const check = await load({ ...opts, url, duration: 2 });
+      if (check.non2xx > 0 || check.errors > 0) throw new Error(`${url} did not answer 200 to the bench payload`);
+    }
+    const runs: Row[] = [];
+    const best: Record<string, Load> = {};
+    const minCpu: Record<string, number> = { http: Infinity, https: Infinity };
+    for (let round = 0; round < 3; round++) {
+      for (const who of ['http', 'https'] as const) {
+        const before = cpuMs(p.pid!);
+        const l = await load({ ...opts, url: urls[who] });
+        l.cpuUsPerRequest = ((cpuMs(p.pid!) - before) * 1000) / Math.max(1, l.requests);
+        runs.push({ round: round + 1, listener: who, 'req/s': l.rps, 'p50 ms': l.p50, 'p99 ms': l.p99, 'CPU µs/req': l.cpuUsPerRequest, non2xx: l.non2xx, errors: l.errors });
+        if (best[who] === undefined || l.rps > best[who]!.rps) best[who] = l;
+        minCpu[who] = Math.min(minCpu[who]!, l.cpuUsPerRequest);
+      }
+    }
+    printTable(`inbound-https (${Buffer.byteLength(body)}-byte payload; 50 keep-alive connections, ${SECONDS} s a run; one connector, both listeners)`, runs);
+    const ratio = {
+      'req/s https/http': best.https!.rps / best.http!.rps, 'p99 https/http': best.https!.p99 / Math.max(1, best.http!.p99),
+      'CPU per request https/http': minCpu.https! / minCpu.http!, 'CPU µs/req http': minCpu.http!, 'CPU µs/req https': minCpu.https!,
+    };
+    printTable('inbound-https: what TLS costs (no target)', [ratio]);
+    return { runs, ratio };
+  } finally {
+    await stop(p);
+    rmSync(dir, { recursive: true, force: true });
+  }
 };
 
 /**
@@ -485,6 +540,7 @@ const pushFiltered = async (r: Redises) => {
 const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'inbound-10-mappings': inbound,
   'inbound-wait-replicas': inboundWaitReplicas,
+  'inbound-https': inboundHttps,
   'get-all-100k': getAllOf(100_000, 'get-all-100k', { time: 1.3, growthMb: 60 }),
   'get-all-1m': getAllOf(1_000_000, 'get-all-1m', { time: 1.0, growthMb: 50 }),
   'get-one': getOne,
