@@ -93,8 +93,7 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
         if (s.settings.maxRequestsPerSecond === undefined) return;
         let g = gates.get(s.index);
         if (g === undefined) gates.set(s.index, (g = rateGate(s.settings.maxRequestsPerSecond)));
-        const ms = g.reserve(Date.now());
-        if (ms > 0) await new Promise((r) => setTimeout(r, ms));
+        for (let ms = g.tryStart(Date.now()); ms > 0; ms = g.tryStart(Date.now())) await new Promise((r) => setTimeout(r, ms));
       };
       const clientOf = (s: Subscription) => {
         let c = clients.get(s.index);

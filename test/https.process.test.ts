@@ -170,6 +170,24 @@ it('the certificate files replaced (a Secret\'s symlink swap): an open keep-aliv
   }
 });
 
+it('a client that opens a TLS connection and never finishes its handshake is cut after Http:HeadersTimeoutMilliseconds; the healthcheck records the plain listener', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rc-addr-'));
+  const file = join(dir, 'address');
+  const { http, https } = await start({ Http__HeadersTimeoutMilliseconds: '1000', Http__AddressFile: file });
+  const { connect } = await import('node:net');
+  const socket = connect(https, '127.0.0.1');
+  const opened = Date.now();
+  const closedAfter = await new Promise<number>((resolve) => {
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve(Date.now() - opened));
+  });
+  expect(closedAfter).toBeGreaterThanOrEqual(900);
+  expect((JSON.parse(readFileSync(file, 'utf8')) as { urls: string[] }).urls).toEqual([`http://127.0.0.1:${http}`]);
+  const check = await runCli(['healthcheck'], { Http__AddressFile: file });
+  expect([check.code, check.stdout.trim()]).toEqual([0, `outbound connector live at http://127.0.0.1:${http}`]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
 it('start-up errors exit 2 naming the parameter: https without a certificate, an unreadable file, a key that does not match', async () => {
   const port = await freePort();
   await r.client.set('connectors:bad:config', JSON.stringify({ hostUrls: [`https://127.0.0.1:${port}`] }));

@@ -75,6 +75,16 @@ it('a rate-limited webhook is never called more often than its cap (counted at t
   const most = Math.max(...at.map((t) => at.filter((u) => u >= t && u < t + 950).length));
   expect(most).toBeLessThanOrEqual(2);
   expect(limited.requests.length).toBeGreaterThan(4);
+  // deadletter replay keeps the cap too
+  for (let i = 0; i < 6; i++) {
+    await h.r.client.xadd('connectors:limited:deadletter', '*', 'webhook', '0', 'url', limited.url, 'webhookId', `9-${i}_9-${i}`, 'error', 'x', 'attempts', '1', 'body', `{"datapoints":[{"seq":${900 + i}}]}`, 'reason', 'refused');
+  }
+  const before = limited.requests.length;
+  const replay = await runCli(['deadletter', 'replay', '--id', 'limited'], { ConnectionStrings__Datastore: h.r.redis.url });
+  expect([replay.code, replay.stdout.trim().split('\n').pop()]).toEqual([0, 'delivered 6, failed 0']);
+  const replayed = limited.requests.slice(before).map((r) => r.at);
+  expect(replayed).toHaveLength(6);
+  expect(Math.max(...replayed.map((t) => replayed.filter((u) => u >= t && u < t + 950).length))).toBeLessThanOrEqual(2);
 });
 
 /** A token endpoint of the tests' own: HTTP Basic client authentication, a form-encoded grant. */
@@ -195,6 +205,38 @@ it('mutual TLS: a receiver that requires a client certificate accepts ours; a co
   } finally {
     await r.close();
   }
+});
+
+it('a receiver whose certificate has expired: the attempt fails as a network error and the log says so', async () => {
+  const { execFileSync } = await import('node:child_process');
+  const d = certs.dir;
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: d, stdio: 'ignore' });
+  writeFileSync(join(d, 'old.ext'), 'subjectAltName=DNS:redis.test\nextendedKeyUsage=serverAuth\n');
+  ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'old.key', '-out', 'old.csr', '-subj', '/CN=redis.test');
+  ssl('x509', '-req', '-in', 'old.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'old.crt', '-days', '0', '-extfile', 'old.ext');
+  await sleep(1100); // valid for no time at all: expired from the next second on
+  const { Receiver } = await import('./helpers/receiver');
+  const r = await Receiver.start(undefined, { cert: readFileSync(join(d, 'old.crt')), key: readFileSync(join(d, 'old.key')) });
+  try {
+    const { c } = await h.outbound('expired', [{ url: r.url, tls: { caFile: certs.ca, serverName: 'redis.test' } }], { Webhooks__MaxAttempts: '1' });
+    await h.produce(0, 1);
+    const line = await c.waitForLog((l) => l.msg === 'webhook attempt failed');
+    expect(line.reason).toBe('TLS: certificate expired (CERT_HAS_EXPIRED)');
+    expect(r.requests).toHaveLength(0);
+  } finally {
+    await r.close();
+  }
+});
+
+it('a configuration change naming a TLS file that cannot be read is invalid: logged naming the field, the connector keeps running', async () => {
+  const hook = await h.receiver();
+  const { c } = await h.outbound('watched', [{ url: hook.url }]);
+  await h.r.client.set('connectors:watched:config', JSON.stringify({ hostUrls: ['http://127.0.0.1:0'], webhooks: [{ url: hook.url, tls: { caFile: '/nowhere/ca.pem' } }] }));
+  const line = await c.waitForLog((l) => l.msg === 'configuration change is invalid; keeping the current configuration');
+  expect(line.errors).toEqual(['webhooks[0].tls.caFile: cannot read /nowhere/ca.pem: no such file']);
+  await h.produce(0, 5);
+  await eventually(() => (tally(hook).seqs.size === 5 ? true : undefined), 20000, 'still delivering');
+  expect(c.proc.exitCode).toBeNull();
 });
 
 it('unreadable or invalid TLS and OAuth 2.0 files stop the start with exit 2 naming the field; config validate says the same', async () => {

@@ -1,9 +1,18 @@
 import { rateGate } from '../src/streams/rateGate';
 
-/** Starts of `asks` requests asking at the given times; every 1 s window holds at most the cap. */
+/**
+ * Starts of requests asking at the given times (ascending), each asking again when told to wait,
+ * in the order they asked: as the lane does, one at a time per slot.
+ */
 const starts = (perSecond: number, asks: number[]): number[] => {
   const g = rateGate(perSecond);
-  return asks.map((t) => t + g.reserve(t));
+  let last = 0;
+  return asks.map((ask) => {
+    let t = Math.max(ask, last);
+    for (let wait = g.tryStart(t); wait > 0; wait = g.tryStart(t)) t += wait;
+    last = t;
+    return t;
+  });
 };
 const maxInAnySecond = (ts: number[]) => Math.max(...ts.map((t) => ts.filter((u) => u >= t && u < t + 1000).length));
 
@@ -35,4 +44,12 @@ it('never more than the cap in any second, whatever the arrival pattern; a later
     expect(s.every((x, i) => i === 0 || x >= s[i - 1]!)).toBe(true);
     expect(s.every((x, i) => x >= asks[i]!)).toBe(true);
   }
+});
+
+it('counts from when a request really started: one that went late pushes the next turn back', () => {
+  const g = rateGate(1);
+  expect(g.tryStart(0)).toBe(0);
+  expect(g.tryStart(600)).toBe(400);
+  expect(g.tryStart(1250)).toBe(0); // woke 250 ms late: it started at 1250
+  expect(g.tryStart(2000)).toBe(250);
 });

@@ -93,8 +93,8 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
     const gate = settings.maxRequestsPerSecond === undefined ? undefined : rateGate(settings.maxRequestsPerSecond);
     /** Waits for the rate cap's turn, when the webhook has one (first attempts, retries, probes and redrive alike). */
     const turn$ = (): Observable<unknown> => {
-      const wait = gate?.reserve(scheduler.now()) ?? 0;
-      return wait > 0 ? timer(wait, scheduler) : of(0);
+      const wait = gate?.tryStart(scheduler.now()) ?? 0;
+      return wait > 0 ? timer(wait, scheduler).pipe(mergeMap(turn$)) : of(0);
     };
     let state = L.initialLaneState(settings, o.initiallyDisabled === true);
     const mark = o.disabled ?? memoryDisabledMark();
