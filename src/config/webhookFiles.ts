@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import * as E from 'fp-ts/Either';
 import type { Webhook } from './managed';
+import { fileProblem } from './fileProblem';
 
 /**
  * The files a webhook's settings name (CONTRACT 4.5): its TLS CA bundle, client certificate and
@@ -23,14 +24,6 @@ export interface WebhookFiles {
 
 export type ReadFile = (path: string) => Buffer;
 
-const reason = (err: unknown): string => {
-  const e = err as NodeJS.ErrnoException;
-  if (e.code === 'ENOENT') return 'no such file';
-  if (e.code === 'EACCES') return 'permission denied';
-  if (e.code === 'EISDIR') return 'is a directory';
-  // OpenSSL's own words (e.g. "no start line", "key values mismatch") say what is wrong with the PEM
-  return (e.message ?? String(err)).replace(/^error:[0-9A-F]+:[^:]*:[^:]*:/i, '').trim();
-};
 
 export const loadWebhookFiles = (webhooks: readonly Webhook[], read: ReadFile = (p) => readFileSync(p)): E.Either<string[], WebhookFiles[]> => {
   const errors: string[] = [];
@@ -41,7 +34,7 @@ export const loadWebhookFiles = (webhooks: readonly Webhook[], read: ReadFile = 
       try {
         return read(path);
       } catch (err) {
-        errors.push(`${at}.${field}: cannot read ${path}: ${reason(err)}`);
+        errors.push(`${at}.${field}: cannot read ${path}: ${fileProblem(err)}`);
         return undefined;
       }
     };
@@ -51,7 +44,7 @@ export const loadWebhookFiles = (webhooks: readonly Webhook[], read: ReadFile = 
         createSecureContext({ ca });
         if (!ca.toString('utf8').includes('-----BEGIN CERTIFICATE-----')) throw new Error('no PEM certificate in it');
       } catch (err) {
-        errors.push(`${at}.${field}: not a PEM certificate bundle: ${reason(err)}`);
+        errors.push(`${at}.${field}: not a PEM certificate bundle: ${fileProblem(err)}`);
       }
     };
     let tls: WebhookTlsMaterial | undefined;
@@ -64,7 +57,7 @@ export const loadWebhookFiles = (webhooks: readonly Webhook[], read: ReadFile = 
         try {
           createSecureContext({ cert, key });
         } catch (err) {
-          errors.push(`${at}.tls.certFile: certificate and tls.keyFile do not load as a pair: ${reason(err)}`);
+          errors.push(`${at}.tls.certFile: certificate and tls.keyFile do not load as a pair: ${fileProblem(err)}`);
         }
       }
       tls = {

@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import * as E from 'fp-ts/Either';
 import { PARAMETERS, type StartupSettings } from '../config/startup';
+import { fileProblem } from '../config/fileProblem';
 
 /**
  * CONTRACT 7.1: the https listeners' certificate chain and key (`Http:TlsCertFile`,
@@ -22,13 +23,6 @@ export const listenerFiles = (s: StartupSettings): ListenerFiles | undefined =>
     ? { certFile: s.http.tlsCertFile, keyFile: s.http.tlsKeyFile, ...(s.http.clientCaFile !== undefined ? { clientCaFile: s.http.clientCaFile } : {}) }
     : undefined;
 
-const why = (err: unknown): string => {
-  const e = err as NodeJS.ErrnoException;
-  if (e.code === 'ENOENT') return 'no such file';
-  if (e.code === 'EACCES') return 'permission denied';
-  if (e.code === 'EISDIR') return 'is a directory';
-  return (e.message ?? String(err)).replace(/^error:[0-9A-F]+:[^:]*:[^:]*:/i, '').trim();
-};
 
 /** Reads and checks the files; every problem names its parameter. */
 export const loadListenerTls = (f: ListenerFiles): E.Either<string, SecureContextOptions> => {
@@ -36,7 +30,7 @@ export const loadListenerTls = (f: ListenerFiles): E.Either<string, SecureContex
     try {
       return E.right(readFileSync(path));
     } catch (err) {
-      return E.left(`${param}: cannot read ${path}: ${why(err)}`);
+      return E.left(`${param}: cannot read ${path}: ${fileProblem(err)}`);
     }
   };
   const cert = read(PARAMETERS.httpTlsCertFile, f.certFile);
@@ -47,7 +41,7 @@ export const loadListenerTls = (f: ListenerFiles): E.Either<string, SecureContex
   try {
     createSecureContext({ cert: cert.right, key: key.right });
   } catch (err) {
-    return E.left(`${PARAMETERS.httpTlsCertFile} and ${PARAMETERS.httpTlsKeyFile} do not load as a pair: ${why(err)}`);
+    return E.left(`${PARAMETERS.httpTlsCertFile} and ${PARAMETERS.httpTlsKeyFile} do not load as a pair: ${fileProblem(err)}`);
   }
   let ca: Buffer | undefined;
   if (f.clientCaFile !== undefined) {
@@ -58,7 +52,7 @@ export const loadListenerTls = (f: ListenerFiles): E.Either<string, SecureContex
     try {
       createSecureContext({ ca });
     } catch (err) {
-      return E.left(`${PARAMETERS.clientCaFile}: ${why(err)}`);
+      return E.left(`${PARAMETERS.clientCaFile}: ${fileProblem(err)}`);
     }
   }
   return E.right({ cert: cert.right, key: key.right, ...(ca !== undefined ? { ca } : {}) });
