@@ -170,6 +170,25 @@ it('OAuth 2.0 client credentials: tokens fetched one at a time, renewed before e
   await te.close();
 });
 
+it('OAuth 2.0: a token endpoint that never answers fails the attempt at the attempt\'s deadline, like a network timeout', async () => {
+  const silent = createServer(() => undefined);
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  try {
+    const hook = await h.receiver();
+    const tokenUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/token`;
+    const { c } = await h.outbound('silent', [{ url: hook.url, auth: { oauth2: { tokenUrl, clientId: 'c', clientSecret: 'never-logged-secret' } } }], { Webhooks__MaxAttempts: '1' });
+    await h.produce(0, 1);
+    const line = await c.waitForLog((l) => l.msg === 'webhook attempt failed');
+    expect(line.reason).toBe('timeout');
+    await c.waitForLog((l) => l.msg === 'batch dead-lettered to the webhook backlog');
+    expect(hook.requests).toHaveLength(0);
+    expect(c.stdout).not.toContain('never-logged-secret');
+  } finally {
+    silent.closeAllConnections();
+    await new Promise((r) => silent.close(r));
+  }
+});
+
 const tlsReceiver = (requireClientCert: boolean, answer?: Parameters<typeof h.receiver>[0]) =>
   import('./helpers/receiver').then(({ Receiver }) =>
     Receiver.start(answer, {

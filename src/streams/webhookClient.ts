@@ -109,12 +109,15 @@ export const webhookClient = (sub: Pick<Subscription, 'webhook' | 'settings' | '
        */
       const exchange = async () => {
         if (tokens === undefined) return send();
-        const token = await tokens.get();
+        // the attempt's deadline (or a stop) also ends a wait for a token
+        const cut = new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(new Error('timeout')), { once: true }));
+        cut.catch(() => undefined);
+        const token = await Promise.race([tokens.get(), cut]);
         const first = await send(`Bearer ${token}`);
         if (first.status !== 401) return first;
         (first.data as Readable).destroy();
         tokens.discard(token);
-        return send(`Bearer ${await tokens.get()}`);
+        return send(`Bearer ${await Promise.race([tokens.get(), cut])}`);
       };
       exchange()
         .then(
