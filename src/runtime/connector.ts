@@ -222,16 +222,9 @@ export const runConnector = async (
     return { code: 2, message: `cannot listen on ${settings.hostUrls.map((h) => h.url).join(', ')}: ${(err as Error).message}` };
   }
   log.info({ addresses: listening.addresses }, `${kind} connector listening`);
-  const served = listening;
-  // CONTRACT 7.1: a new certificate (or client CA) is served to new connections within 10 s; one that does not load is reported, the old one kept
+  // CONTRACT 7.1: a new certificate (or client CA) is served to new connections within 10 s
   const certFiles = listenerFiles(startup);
-  const certWatch =
-    tls.right !== undefined && certFiles !== undefined
-      ? watchListenerTls(certFiles, TLS_POLL_MS, (context) => {
-          served.setTls(context);
-          log.info({ certFile: certFiles.certFile }, 'listener certificate reloaded: new connections get it');
-        }, (reason) => log.error({ reason }, 'new listener certificate does not load; keeping the current one'))
-      : undefined;
+  const certWatch = tls.right !== undefined && certFiles !== undefined ? watchListenerTls(certFiles, TLS_POLL_MS, listening, log) : undefined;
   const addressFile = startup.http.addressFile;
   if (addressFile !== undefined) {
     // for `rest-connector healthcheck` (the image's HEALTHCHECK): where this process really listens —
@@ -254,10 +247,11 @@ export const runConnector = async (
       connector: kind,
       intervalMs: startup.datastore.configPollIntervalMilliseconds,
       // a change whose webhook files do not load would only fail the restart: it is invalid now
-      check: (s) => [
-        ...(kind === 'outbound' ? E.getOrElse<string[], unknown>((errors) => errors)(E.map(() => [])(loadWebhookFiles(s.webhooks))) as string[] : []),
-        ...(E.isLeft(listenerTlsFor(s, startup)) ? [(listenerTlsFor(s, startup) as E.Left<string>).left] : []),
-      ],
+      check: (s) => {
+        const webhookFiles = kind === 'outbound' ? loadWebhookFiles(s.webhooks) : E.right([]);
+        const listener = listenerTlsFor(s, startup);
+        return [...(E.isLeft(webhookFiles) ? webhookFiles.left : []), ...(E.isLeft(listener) ? [listener.left] : [])];
+      },
     }).subscribe((event) => {
       switch (event.kind) {
         case 'changed':

@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import * as E from 'fp-ts/Either';
 import { PARAMETERS, type StartupSettings } from '../config/startup';
+import type { Logger } from './logger';
 import { fileProblem } from '../config/fileProblem';
 
 /**
@@ -70,13 +71,19 @@ const stamp = (path: string): string => {
 
 /**
  * Polls the files every `intervalMs` (2 s: within the 10 s the contract allows, cheap — three
- * `stat`s); on a change, loads them: `apply` gets a set that loads, `failed` hears why one does not
- * (once per change). Polling, not `fs.watch`: a Secret's symlink swap replaces the directory the
- * watched name points into, which inotify on the old target never reports.
+ * `stat`s); on a change, loads them: a set that loads goes to the listeners (`setTls`: new
+ * connections get it, open ones keep theirs) and is logged; one that does not is logged as an error
+ * (once per change) and the old one stays. Polling, not `fs.watch`: a Secret's symlink swap
+ * replaces the directory the watched name points into, which inotify on the old target never reports.
  */
 export const watchListenerTls = (
-  f: ListenerFiles, intervalMs: number, apply: (tls: SecureContextOptions) => void, failed: (reason: string) => void,
+  f: ListenerFiles, intervalMs: number, listeners: { setTls(tls: SecureContextOptions): void }, log: Logger,
 ): { stop(): void } => {
+  const apply = (context: SecureContextOptions) => {
+    listeners.setTls(context);
+    log.info({ certFile: f.certFile }, 'listener certificate reloaded: new connections get it');
+  };
+  const failed = (reason: string) => log.error({ reason }, 'new listener certificate does not load; keeping the current one');
   const paths = [f.certFile, f.keyFile, ...(f.clientCaFile !== undefined ? [f.clientCaFile] : [])];
   const now = () => paths.map(stamp).join('|');
   let last = now();
