@@ -130,7 +130,8 @@ export const parseApiKeys = (value: string): ApiKey[] =>
 
 const keyList: Parser<readonly ApiKey[]> = (name, value) => {
   const keys = parseApiKeys(value);
-  if (keys.length === 0 && value.trim() !== '') return E.left(`${name}: no usable key in the list (leave it empty to turn authentication off)`);
+  // (a value without a usable key holds only commas and blanks: safe to show)
+  if (keys.length === 0 && value.trim() !== '') return E.left(`${name}: no usable key in '${value}' (leave it empty to turn authentication off)`);
   const names = new Set<string>();
   for (const k of keys) {
     if (names.has(k.name)) return E.left(`${name}: the name '${k.name}' is given to two keys`);
