@@ -22,6 +22,7 @@ it.each([
   ['auth without a secret', { auth: { oauth2: { tokenUrl: 'http://t/', clientId: 'c' } } }, 'webhooks[0].auth.oauth2.clientSecret: required (or clientSecretFile)'],
   ['auth with both secrets', { auth: { oauth2: { tokenUrl: 'http://t/', clientId: 'c', clientSecret: 's', clientSecretFile: '/s' } } },
     'webhooks[0].auth.oauth2.clientSecretFile: give clientSecret or clientSecretFile, not both'],
+  ['a client secret that is not a string (never echoed)', { auth: { oauth2: { tokenUrl: 'http://t/', clientId: 'c', clientSecret: 987654321 } } }, 'webhooks[0].auth.oauth2.clientSecret: must be a non-empty string'],
   ['auth without a token URL', { auth: { oauth2: { clientId: 'c', clientSecret: 's' } } }, 'webhooks[0].auth.oauth2.tokenUrl: must be an http(s) URL, got nothing'],
 ])('%s is a config error naming the field', (_, w, message) => {
   expect(errorsOf(w)).toContain(message);

@@ -230,9 +230,12 @@ const positiveNumber = refine<number>('positive number', (u) =>
 const fileName = nonEmptyString;
 const TlsCodec = t.exact(t.partial({ caFile: fileName, certFile: fileName, keyFile: fileName, serverName: nonEmptyString }));
 
+/** A secret: never echoed in an error, whatever it holds. */
+const secretString = refine<string>('secret string', (u) => (typeof u === 'string' && u.length > 0 ? E.right(u) : E.left('must be a non-empty string')));
+
 const OAuth2Codec = t.intersection([
   t.type({ tokenUrl: webhookUrl, clientId: nonEmptyString }),
-  t.partial({ clientSecret: nonEmptyString, clientSecretFile: fileName, scope: nonEmptyString, audience: nonEmptyString, caFile: fileName }),
+  t.partial({ clientSecret: secretString, clientSecretFile: fileName, scope: nonEmptyString, audience: nonEmptyString, caFile: fileName }),
 ]);
 
 const WebhookCodec = t.intersection([
