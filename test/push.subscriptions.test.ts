@@ -189,6 +189,41 @@ it('OAuth 2.0: a token endpoint that never answers fails the attempt at the atte
   }
 });
 
+it('OAuth 2.0: a token endpoint with a certificate of a private CA is trusted through auth.oauth2.caFile, and only through it', async () => {
+  const { execFileSync } = await import('node:child_process');
+  const { createServer: createHttpsServer } = await import('node:https');
+  const d = certs.dir;
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: d, stdio: 'ignore' });
+  writeFileSync(join(d, 'idp.ext'), 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
+  ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'idp.key', '-out', 'idp.csr', '-subj', '/CN=idp');
+  ssl('x509', '-req', '-in', 'idp.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'idp.crt', '-days', '2', '-extfile', 'idp.ext');
+  let asked = 0;
+  const idp = createHttpsServer({ cert: readFileSync(join(d, 'idp.crt')), key: readFileSync(join(d, 'idp.key')) }, (req, res) => {
+    req.resume();
+    req.on('end', () => {
+      asked++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"access_token":"private-ca-token","expires_in":3600}');
+    });
+  });
+  await new Promise<void>((r) => idp.listen(0, '127.0.0.1', r));
+  try {
+    const tokenUrl = `https://127.0.0.1:${(idp.address() as AddressInfo).port}/token`;
+    const hook = await h.receiver((_n, r) => (r.headers.authorization === 'Bearer private-ca-token' ? { status: 200 } : { status: 401 }));
+    const oauth2 = { tokenUrl, clientId: 'c', clientSecret: 's' };
+    const { c } = await h.outbound('idp', [{ url: hook.url, auth: { oauth2: { ...oauth2, caFile: certs.ca } } }, { url: hook.url, auth: { oauth2 } }], { Webhooks__MaxAttempts: '1' });
+    await h.produce(0, 1); // one entry: one batch, one request per webhook
+    await eventually(() => (hook.delivered().length >= 1 ? true : undefined), 20000, 'delivered with the private CA trusted');
+    // the second webhook (no caFile) does not trust the token endpoint: its attempt fails, naming it
+    const line = await c.waitForLog((l) => l.msg === 'webhook attempt failed' && l.webhook === 1);
+    expect(String(line.reason)).toMatch(/^token endpoint 127\.0\.0\.1:\d+: network error (UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)$/);
+    expect(asked).toBe(1);
+    expect(hook.delivered()).toHaveLength(1);
+  } finally {
+    idp.closeAllConnections();
+    await new Promise((r) => idp.close(r));
+  }
+});
+
 const tlsReceiver = (requireClientCert: boolean, answer?: Parameters<typeof h.receiver>[0]) =>
   import('./helpers/receiver').then(({ Receiver }) =>
     Receiver.start(answer, {
