@@ -22,7 +22,7 @@ it('a short seeded chaos run loses nothing and duplicates nothing after de-dupli
   let out = '';
   p.stdout.on('data', (d: Buffer) => (out += d.toString()));
   p.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const code = await new Promise((resolve) => p.on('exit', resolve));
+  const code = await new Promise((resolve) => p.on('close', resolve)); // exited, its output read to the end
   const line = /^CHAOS_RESULT (.*)$/m.exec(out);
   // on a failure, the run's own report says what went wrong: shown with it
   expect([code, line !== null, code === 0 ? '' : out.slice(-6000)]).toEqual([0, true, '']);

@@ -18,7 +18,7 @@ it('npm run demo shows a payload become data points and arrive at the webhook, t
   let out = '';
   demo.stdout.on('data', (d: Buffer) => (out += d.toString()));
   demo.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const code = await new Promise((resolve) => demo.on('exit', resolve));
+  const code = await new Promise((resolve) => demo.on('close', resolve)); // exited, its output read to the end
   expect(code).toBe(0);
   expect(out).toMatch(/inbound POST #1 -> 200 \{"topic":"plant-a","succeeded":\["boiler-temp","pump-running","tap-position"\]\}/);
   expect(out).toMatch(/webhook received batch \d+-\d+_\d+-\d+ with 3 data points:\n {4}casdu 1 ioa 1001 value [\d.]+ at /);

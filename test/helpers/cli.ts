@@ -22,7 +22,8 @@ export const runCli = (args: string[], env: Record<string, string> = {}, options
       p.kill('SIGKILL');
       reject(new Error(`CLI ${args.join(' ')} did not exit in time; stdout: ${stdout} stderr: ${stderr}`));
     }, options.timeoutMs ?? 15000);
-    p.on('exit', (code) => {
+    // 'close': exited and its output read to the end (after 'exit', output may still be on its way)
+    p.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
@@ -39,7 +40,9 @@ export class Connector {
     this.proc = spawn(process.execPath, [CLI, kind], { env: { PATH: process.env.PATH ?? '', ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc.stdout!.on('data', (d: Buffer) => (this.stdout += d.toString()));
     this.proc.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
-    this.exited = new Promise((resolve) => this.proc.on('exit', (code) => resolve(code)));
+    // 'close', not 'exit': the process has exited *and* its output has been read to the end, so
+    // logs() after a stop holds every line it wrote ('exit' can come first on a loaded machine)
+    this.exited = new Promise((resolve) => this.proc.on('close', (code) => resolve(code)));
   }
 
   /** Parsed pino lines so far. */
