@@ -121,6 +121,26 @@ describe('push mode', () => {
     expect(metrics).not.toMatch(/\/hook/);
   });
 
+  it('webhook_delivery_lag_seconds: one observation per delivered entry, from its append (stream ID) to the 2xx', async () => {
+    const r = await receiver();
+    const { base } = await outbound('lag', [{ url: r.url }], { Datastore__StartFromLatest: 'false' });
+    // entries appended "5 s ago": their IDs carry that time
+    const then = Date.now() - 5000;
+    for (let i = 0; i < 7; i++) {
+      await client.xadd('process:updates', `${then}-${i}`, 'casdu', '1', 'ioa', String(i), 'source', 'p', 'data', JSON.stringify({ casdu: 1, ioa: i, seq: i }));
+    }
+    await eventually(() => (seqs(r.points()).length === 7 ? true : undefined));
+    await eventually(async () => {
+      const t = await (await fetch(`${base}/metrics`)).text();
+      return /^webhook_delivery_lag_seconds_count\{[^}]*\} 7$/m.test(t) ? true : undefined;
+    });
+    const now = await (await fetch(`${base}/metrics`)).text();
+    const sum = Number(/^webhook_delivery_lag_seconds_sum\{[^}]*\} (\S+)$/m.exec(now)?.[1]);
+    expect(sum).toBeGreaterThanOrEqual(7 * 5);
+    expect(sum).toBeLessThan(7 * 60);
+    expect(Number(/^webhook_delivery_lag_seconds_bucket\{le="2.5"[^}]*\} (\S+)$/m.exec(now)?.[1])).toBe(0);
+  });
+
   it('StartFromLatest true skips what was there before the group existed; false replays it', async () => {
     const r1 = await receiver();
     await produce(0, 5);

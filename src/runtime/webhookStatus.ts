@@ -39,6 +39,43 @@ export const makeStatusBoard = (subscriptions: readonly Subscription[]): Webhook
     auth: w.auth !== undefined ? 'oauth2' : null,
   }));
 
+/** A stream ID's time: the milliseconds before its `-`. */
+const idMs = (id: string): number => {
+  const dash = id.indexOf('-');
+  return Number(dash < 0 ? id : id.slice(0, dash));
+};
+
+/**
+ * CONTRACT 9: `webhook_delivery_lag_seconds`, one observation per delivered entry — its stream
+ * ID's time to now (the 2xx). Entries of one batch often share their millisecond: the lag is
+ * worked out once per millisecond, not per entry.
+ */
+const observeLag = (h: { observe(v: number): void }, ids: readonly string[], at: number): void => {
+  let lastMs = NaN;
+  let seconds = 0;
+  for (const id of ids) {
+    const ms = idMs(id);
+    if (ms !== lastMs) {
+      lastMs = ms;
+      seconds = Math.max(0, (at - ms) / 1000);
+    }
+    if (Number.isFinite(seconds)) h.observe(seconds);
+  }
+};
+
+/** A redriven backlog entry: as many observations as points it held, each from its first entry's time. */
+const observeBacklogLag = (h: { observe(v: number): void }, webhookId: string, body: string, at: number): void => {
+  let points = 0;
+  try {
+    const parsed = JSON.parse(body) as { datapoints?: unknown };
+    points = Array.isArray(parsed.datapoints) ? parsed.datapoints.length : 0;
+  } catch {
+    return;
+  }
+  const seconds = Math.max(0, (at - idMs(webhookId.split('_')[0] ?? '')) / 1000);
+  if (Number.isFinite(seconds)) for (let i = 0; i < points; i++) h.observe(seconds);
+};
+
 const resultLabel = (r: AttemptResult): string =>
   r.status !== undefined ? `${Math.floor(r.status / 100)}xx` : r.ok ? '2xx' : /timeout/.test(r.reason) ? 'timeout' : 'network';
 
@@ -62,6 +99,7 @@ export const laneObserver = (
   const stateGauges = STATES.map((st) => [st, metrics.webhookState.labels({ ...labels, state: st })] as const);
   const backlogGauge = metrics.backlogBatches.labels(labels);
   const latency = metrics.deliveryLatency.labels(labels);
+  const lag = metrics.deliveryLag.labels(labels);
   const queueGauge = metrics.queueDepth.labels(labels);
   const attemptCounters = new Map<string, { inc(): void }>();
   const deliveryCounters = new Map<string, { inc(): void }>();
@@ -105,6 +143,7 @@ export const laneObserver = (
     finished: (batch, outcome, attempts, reason, backlogReason) => {
       if (outcome === 'skipped') return;
       counter(deliveryCounters, (o) => metrics.deliveries.labels({ ...labels, outcome: o }), outcome).inc();
+      if (outcome === 'delivered') observeLag(lag, batch.ids, now().getTime());
       if (outcome === 'deadlettered') {
         backlogChanged();
         const kind = backlogReason ?? 'exhausted';
@@ -120,8 +159,10 @@ export const laneObserver = (
       queueGauge.set(d);
     },
     status: setState,
-    redriven: (webhookId, delivered, reason) => {
+    redriven: (webhookId, delivered, reason, batch) => {
       metrics.redriven.inc({ ...labels, outcome: delivered ? 'delivered' : 'failed' });
+      // a backlog entry knows its first entry's ID, not each one's: every point it held counts from that
+      if (delivered && batch !== undefined) observeBacklogLag(lag, webhookId, batch.body, now().getTime());
       if (!delivered) log.warn({ webhook: index, host, webhookId, reason }, 'redrive of a backlog batch failed; it stays in the backlog');
     },
   };

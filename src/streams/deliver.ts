@@ -32,8 +32,8 @@ export interface LaneObserver {
   queueDepth(depth: number): void;
   /** Every change of state, in-flight requests or consecutive failures. */
   status(s: LaneStatus): void;
-  /** A backlog entry redriven (or probed): delivered, or failed again. */
-  redriven(webhookId: string, delivered: boolean, reason?: string): void;
+  /** A backlog entry redriven (or probed): delivered, or failed again; `batch` as it was sent. */
+  redriven(webhookId: string, delivered: boolean, reason?: string, batch?: Batch): void;
 }
 
 export interface LaneStatus {
@@ -210,7 +210,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
             : attempts$(batch, 1);
           return end$.pipe(
             mergeMap((end) => {
-              o.observer.redriven(item.webhookId, end.ok, end.ok ? undefined : end.error);
+              o.observer.redriven(item.webhookId, end.ok, end.ok ? undefined : end.error, batch);
               if (end.ok) {
                 succeeded();
                 return o.backlog.remove(item).pipe(map(() => true));
