@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { WeightedHistogram } from './weightedHistogram';
 
 export interface MetricsIdentity {
   readonly kind: 'outbound' | 'inbound';
@@ -50,10 +51,10 @@ export const makeMetrics = (who: MetricsIdentity) => {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], ...outbound,
     }),
     // CONTRACT 9: one observation per delivered entry — its stream ID's time (its append) to the 2xx that delivered it
-    deliveryLag: new Histogram({
-      name: 'webhook_delivery_lag_seconds', help: 'End-to-end latency per delivered entry: its append (stream ID time) to the 2xx that delivered it',
-      labelNames: ['webhook', 'host'] as const, buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600], ...outbound,
-    }),
+    deliveryLag: new WeightedHistogram(
+      'webhook_delivery_lag_seconds', 'End-to-end latency per delivered entry: its append (stream ID time) to the 2xx that delivered it',
+      [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600], outbound.registers,
+    ),
     batchSize: new Histogram({ name: 'webhook_batch_size', help: 'Data points per batch', buckets: [1, 5, 10, 50, 100, 250, 500, 1000, 5000], ...outbound }),
     queueDepth: new Gauge({ name: 'webhook_queue_depth', help: 'Batches waiting per webhook', labelNames: ['webhook', 'host'] as const, ...outbound }),
     deadLettered: new Counter({ name: 'webhook_deadlettered_total', help: 'Batches put in the webhook backlog, by reason (exhausted, refused, overflow, circuit, disabled)', labelNames: ['webhook', 'host', 'reason'] as const, ...outbound }),

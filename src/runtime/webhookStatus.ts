@@ -1,6 +1,7 @@
 import { filterForShow } from '../config/managed';
 import { safeUrl } from '../config/urls';
 import type { Metrics } from '../http/metrics';
+import type { WeightedSeries } from '../http/weightedHistogram';
 import type { BacklogReason } from '../streams/backlog';
 import type { AttemptResult } from '../streams/answers';
 import type { LaneObserver, LaneStatus, WebhookState } from '../streams/deliver';
@@ -47,24 +48,26 @@ const idMs = (id: string): number => {
 
 /**
  * CONTRACT 9: `webhook_delivery_lag_seconds`, one observation per delivered entry — its stream
- * ID's time to now (the 2xx). Entries of one batch often share their millisecond: the lag is
- * worked out once per millisecond, not per entry.
+ * ID's time to now (the 2xx). Entries of one batch mostly share a few milliseconds: each run of
+ * equal ones is added at once, with its count.
  */
-const observeLag = (h: { observe(v: number): void }, ids: readonly string[], at: number): void => {
-  let lastMs = NaN;
-  let seconds = 0;
+const observeLag = (h: WeightedSeries, ids: readonly string[], at: number): void => {
+  let runMs = NaN;
+  let run = 0;
   for (const id of ids) {
     const ms = idMs(id);
-    if (ms !== lastMs) {
-      lastMs = ms;
-      seconds = Math.max(0, (at - ms) / 1000);
+    if (ms === runMs) run++;
+    else {
+      if (run > 0) h.add(Math.max(0, (at - runMs) / 1000), run);
+      runMs = ms;
+      run = 1;
     }
-    if (Number.isFinite(seconds)) h.observe(seconds);
   }
+  if (run > 0) h.add(Math.max(0, (at - runMs) / 1000), run);
 };
 
 /** A redriven backlog entry: as many observations as points it held, each from its first entry's time. */
-const observeBacklogLag = (h: { observe(v: number): void }, webhookId: string, body: string, at: number): void => {
+const observeBacklogLag = (h: WeightedSeries, webhookId: string, body: string, at: number): void => {
   let points = 0;
   try {
     const parsed = JSON.parse(body) as { datapoints?: unknown };
@@ -72,8 +75,7 @@ const observeBacklogLag = (h: { observe(v: number): void }, webhookId: string, b
   } catch {
     return;
   }
-  const seconds = Math.max(0, (at - idMs(webhookId.split('_')[0] ?? '')) / 1000);
-  if (Number.isFinite(seconds)) for (let i = 0; i < points; i++) h.observe(seconds);
+  h.add(Math.max(0, (at - idMs(webhookId.split('_')[0] ?? '')) / 1000), points);
 };
 
 const resultLabel = (r: AttemptResult): string =>
