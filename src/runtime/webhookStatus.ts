@@ -52,18 +52,24 @@ const idMs = (id: string): number => {
  * equal ones is added at once, with its count.
  */
 const observeLag = (h: WeightedSeries, ids: readonly string[], at: number): void => {
-  let runMs = NaN;
-  let run = 0;
-  for (const id of ids) {
-    const ms = idMs(id);
-    if (ms === runMs) run++;
-    else {
-      if (run > 0) h.add(Math.max(0, (at - runMs) / 1000), run);
-      runMs = ms;
-      run = 1;
+  for (const [ms, n] of runsOf(ids)) h.add(Math.max(0, (at - ms) / 1000), n);
+};
+
+/** A batch's entries as runs of one millisecond — worked out once per batch, shared by every webhook that gets it. */
+const runs = new WeakMap<readonly string[], ReadonlyArray<readonly [number, number]>>();
+const runsOf = (ids: readonly string[]): ReadonlyArray<readonly [number, number]> => {
+  let r = runs.get(ids);
+  if (r === undefined) {
+    const out: Array<[number, number]> = [];
+    for (const id of ids) {
+      const ms = idMs(id);
+      const last = out[out.length - 1];
+      if (last !== undefined && last[0] === ms) last[1]++;
+      else out.push([ms, 1]);
     }
+    runs.set(ids, (r = out));
   }
-  if (run > 0) h.add(Math.max(0, (at - runMs) / 1000), run);
+  return r;
 };
 
 /** A redriven backlog entry: as many observations as points it held, each from its first entry's time. */
