@@ -5,7 +5,7 @@ import { parseManagedSettings } from './config/managed';
 import { safeUrl } from './config/urls';
 import { loadWebhookFiles } from './config/webhookFiles';
 import { configKey, deadLetterStream } from './mapping/keys';
-import { backlogBatch, readBacklog, type BacklogEntry } from './streams/backlog';
+import { backlogBatch, bodyPoints, readBacklog, type BacklogEntry } from './streams/backlog';
 import { classifyError, classifyResponse } from './streams/answers';
 import { enableWebhook } from './streams/disabledMarks';
 import { rateGate, type RateGate } from './streams/rateGate';
@@ -45,13 +45,7 @@ export const parseTime = (t: string): number | undefined => {
 /** When the entry was dead-lettered: its stream ID's milliseconds. */
 const entryTime = (e: BacklogEntry): number => Number(e.id.split('-')[0]);
 
-const points = (e: BacklogEntry): number => {
-  try {
-    return (JSON.parse(e.body) as { datapoints: unknown[] }).datapoints.length;
-  } catch {
-    return 0;
-  }
-};
+const points = (e: BacklogEntry): number => bodyPoints(e.body);
 
 const matches = (a: DeadletterArgs) => (e: BacklogEntry): boolean =>
   (a.webhook === undefined || e.webhook === a.webhook) &&
@@ -123,7 +117,7 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
             // CONTRACT 4.4: once, without retries, to the webhook's current URL, whatever the circuit and the reason;
             // within the webhook's rate cap (4.5)
             await waitTurn(s);
-            const result = await firstValueFrom(clientOf(s).post(backlogBatch(e, e.body, points(e)))).then((res) => classifyResponse(res, d.now()), classifyError);
+            const result = await firstValueFrom(clientOf(s).post(backlogBatch(e, e.body, points(e), e.traces))).then((res) => classifyResponse(res, d.now()), classifyError);
             if (result.ok) {
               await r.xdel(deadLetterStream(a.id), e.id);
               // CONTRACT 4.5: a webhook disabled by 410 Gone is enabled again by a replay that succeeds

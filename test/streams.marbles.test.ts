@@ -22,16 +22,16 @@ const quiet: LaneObserver = { attempt: () => undefined, finished: () => undefine
 /** An in-memory backlog: entries in append order; `pending` sorts them as the live one does. */
 const memoryBacklog = (ts?: TestScheduler) => {
   let next = 0;
-  const entries: Array<BacklogItem & { reason: BacklogReason; error: string; body: string }> = [];
+  const entries: Array<BacklogItem & { reason: BacklogReason; error: string; body: string; traces: string }> = [];
   const log: string[] = [];
   const backlog: LaneBacklog = {
     append: (b, reason, error, attempts) => {
-      entries.push({ id: `${++next}-0`, webhookId: b.webhookId, attempts, reason, error, body: b.body });
+      entries.push({ id: `${++next}-0`, webhookId: b.webhookId, attempts, reason, error, body: b.body, traces: '' });
       log.push(`${b.ids.join('') || b.webhookId}:${reason}:${error}:${attempts}${ts ? `@${ts.now()}` : ''}`);
       return of(1);
     },
     pending: () => of(entries.filter((e) => REDRIVABLE.has(e.reason)).map((e) => ({ id: e.id, webhookId: e.webhookId, attempts: e.attempts })).sort(byStreamOrder)),
-    fetch: (item) => of(entries.find((e) => e.id === item.id)?.body ?? null),
+    fetch: (item) => of(entries.find((e) => e.id === item.id) ?? null),
     remove: (item) => {
       entries.splice(entries.findIndex((e) => e.id === item.id), 1);
       return of(1);

@@ -6,6 +6,7 @@ import { makeRequestLog } from './requestLog';
 import { withDataPath } from './dataPath';
 import type { Metrics } from './metrics';
 import { INACTIVE, NOT_CONNECTED, sendError, sendProblem } from './problem';
+import type { RequestTrace, Tracing } from '../tracing';
 
 /**
  * What a data handler knows of its request besides the request itself, from the moment it was
@@ -21,6 +22,8 @@ export interface RequestContext {
    */
   readonly caller: string | undefined;
   readonly log: Logger;
+  /** The request's server span (CONTRACT 9); undefined when tracing is off. */
+  readonly trace: RequestTrace | undefined;
 }
 
 /** A data route's handler sees Node's own request and response (it is served by the lean path too) and the request's context. */
@@ -43,6 +46,8 @@ export interface AppDeps {
   readonly openapi: () => object;
   /** The connector's data routes, each behind authentication and the inactive check. */
   readonly dataRoutes: readonly DataRoute[];
+  /** CONTRACT 9: a server span per data route request, when tracing is on. */
+  readonly tracing?: Tracing | undefined;
 }
 
 const routeOf = (req: Request): string => {
@@ -95,18 +100,22 @@ export const createApp = (deps: AppDeps): RequestListener => {
   const inactive = !deps.isActive();
 
   /** A data route behind authentication and the inactive check; an error thrown is a 500. */
-  const serve = (handler: DataHandler) => (req: IncomingMessage, res: ServerResponse, path: string): void => {
+  const { tracing } = deps;
+  const serve = (handler: DataHandler, route: string) => (req: IncomingMessage, res: ServerResponse, path: string): void => {
+    const trace = tracing?.request(req.method ?? 'GET', route, req.headers);
+    if (trace !== undefined) res.once('close', () => trace.end(res.statusCode));
     const caller = callerOf(req);
+    if (caller !== undefined) trace?.caller(caller);
     if (keyRequired && caller === undefined) return denied(res);
     if (inactive) return sendProblem(res, 503, INACTIVE);
     try {
-      const done = handler(req, res, { receivedAt: new Date(), caller, log: deps.log });
+      const done = handler(req, res, { receivedAt: new Date(), caller, log: deps.log, trace });
       if (done !== undefined) done.catch((err: unknown) => unexpected(deps.log, err, req, path, res));
     } catch (err) {
       unexpected(deps.log, err, req, path, res);
     }
   };
-  const served = deps.dataRoutes.map((r) => ({ ...r, serve: serve(r.handler) }));
+  const served = deps.dataRoutes.map((r) => ({ ...r, serve: serve(r.handler, r.path) }));
 
   // The data routes first: they are the hot path, and express tries routes in order. These catch
   // what the lean path passes on: HEAD, a trailing slash, another letter case.

@@ -14,6 +14,7 @@ import { answerOf, storeFailureLog, type InboundError, type WriteStep } from './
 import type { InboundStore, KeyHeld, StoreFailure, StoreSession } from './inboundStore';
 import type { Metrics } from './metrics';
 import { sendError, sendJsonText, sendProblem } from './problem';
+import type { RequestTrace, WriteTrace } from '../tracing';
 import { MAX_QUERY_PARAMETERS, parseRawQuery } from './query';
 
 export interface InboundDeps {
@@ -112,19 +113,26 @@ const handle = async (d: InboundDeps, req: IncomingMessage, res: ServerResponse,
     const v = taken.right;
     if (v !== 'taken') return verdictAnswer(v, r.topic, store);
   }
-  const plan = planWrites(d, r, ctx.receivedAt.toISOString());
-  if (plan.points > 0) {
-    const checked = await store.checkStream();
-    if (E.isLeft(checked)) return giveBack(store, r, 'stream_check', checked.left);
-  }
-  const written = await store.exec(plan.commands);
-  if (E.isLeft(written)) return giveBack(store, r, plan.status === 200 ? 'write' : 'errors', written.left);
+  const plan = planWrites(d, r, ctx.receivedAt.toISOString(), ctx.trace);
+  const written = await write(store, plan);
+  plan.producer?.end(E.isLeft(written) ? written.left[1].tag : undefined);
+  if (E.isLeft(written)) return giveBack(store, r, written.left[0], written.left[1]);
   d.outOfMemory?.written();
   if (plan.status === 200) {
     const confirmed = await store.confirm();
     if (E.isLeft(confirmed)) return E.left({ tag: 'store', step: 'confirm', topic: r.topic, failure: confirmed.left });
   }
   return E.right({ status: plan.status, body: plan.answer, ...(plan.rejected !== undefined ? { rejected: plan.rejected } : {}) });
+};
+
+/** The stream check (when points are written) and the one MULTI; Left with the step that failed. */
+const write = async (store: StoreSession, plan: Plan): Promise<E.Either<readonly [WriteStep, StoreFailure], void>> => {
+  if (plan.points > 0) {
+    const checked = await store.checkStream();
+    if (E.isLeft(checked)) return E.left(['stream_check', checked.left]);
+  }
+  const written = await store.exec(plan.commands);
+  return E.isLeft(written) ? E.left([plan.status === 200 ? 'write' : 'errors', written.left]) : E.right(undefined);
 };
 
 /** What a key already taken gets: 422 reused, 409 in progress, or the stored answer (a stored 200 confirmed again). */
@@ -147,21 +155,34 @@ const giveBack = async (store: StoreSession, r: Decoded, step: WriteStep, failur
  * The mappings applied (every one, CONTRACT 5.2–5.4) and what to write: the points and their
  * stream entries (200), or the error entries (422); with the answer stored under the key.
  */
-const planWrites = (d: InboundDeps, r: Decoded, receivedAt: string) => {
+interface Plan {
+  readonly status: 200 | 422;
+  readonly points: number;
+  readonly answer: string;
+  readonly rejected: Written['rejected'];
+  readonly commands: readonly Command[];
+  /** The write's producer span (CONTRACT 9), when tracing is on and points are written. */
+  readonly producer?: WriteTrace | undefined;
+}
+
+const planWrites = (d: InboundDeps, r: Decoded, receivedAt: string, trace: RequestTrace | undefined): Plan => {
   const result = applyMappings(r.mappings, r.json, receivedAt, d.connectorId);
   const stored = (status: number, text: string): Command[] =>
     r.idem === undefined ? [] : [doneCommand(r.idem.key, r.idem.hash, status, text, d.idempotencyTtlSeconds ?? 86400)];
   if (E.isRight(result)) {
     d.metrics.mappingOutcomes.inc({ topic: r.topic, outcome: 'succeeded' }, result.right.length);
     const answer = JSON.stringify(okBody(r.topic, result.right));
-    return { status: 200 as const, points: result.right.length, answer, rejected: undefined, commands: [...writeCommands(result.right, d.connectorId, d.streamMaxLength), ...stored(200, answer)] };
+    // CONTRACT 9: the producer span's context goes into every entry of the write
+    const producer = trace !== undefined && result.right.length > 0 ? trace.producer(result.right.length) : undefined;
+    const commands = [...writeCommands(result.right, d.connectorId, d.streamMaxLength, producer?.traceparent), ...stored(200, answer)];
+    return { status: 200, points: result.right.length, answer, rejected: undefined, commands, producer };
   }
   const failures = result.left;
   d.metrics.mappingOutcomes.inc({ topic: r.topic, outcome: 'failed' }, failures.failed.length);
   if (failures.succeeded.length > 0) d.metrics.mappingOutcomes.inc({ topic: r.topic, outcome: 'succeeded' }, failures.succeeded.length);
   const rejected = { topic: r.topic, failedCount: failures.failed.length, failed: failures.failed.slice(0, 20).map((f) => ({ signalId: f.mapping.name, error: f.error })) };
   const answer = JSON.stringify(failureBody(r.topic, failures));
-  return { status: 422 as const, points: 0, answer, rejected, commands: [...errorCommands(d.connectorId, r.topic, failures), ...stored(422, answer)] };
+  return { status: 422, points: 0, answer, rejected, commands: [...errorCommands(d.connectorId, r.topic, failures), ...stored(422, answer)] };
 };
 
 const answered = (d: InboundDeps, res: ServerResponse, w: Written): void => {

@@ -19,6 +19,8 @@ import { watchMemory, type MemoryReading, type OutOfMemory } from './memory';
 import { isHttps, listenAll, type Listening, type ListenerTls } from './servers';
 import { listenerFiles, loadListenerTls, watchListenerTls } from './listenerTls';
 import { onStopSignal } from './signals';
+import type { Tracing } from '../tracing';
+import { startTracing, tracingProtocol, type TracingHandle } from './tracing';
 
 export type ConnectorKind = 'outbound' | 'inbound';
 
@@ -36,6 +38,8 @@ export interface ConnectorContext {
   readonly outOfMemory: OutOfMemory;
   /** The outbound's webhooks' files (TLS, OAuth 2.0), read and checked at start (CONTRACT 4.5); empty for the inbound. */
   readonly webhookFiles: readonly WebhookFiles[];
+  /** CONTRACT 9: spans, when tracing is on (`OTEL_EXPORTER_OTLP_ENDPOINT`); undefined when off. */
+  readonly tracing?: Tracing | undefined;
 }
 
 export interface Background {
@@ -69,8 +73,12 @@ export const makeApp = (
     isActive: () => ctx.settings.isActive,
     failure: () => failure() ?? ctx.outOfMemory.reason() ?? (ctx.datastore.stalled() ? 'data store is not answering (stalled)' : undefined),
     dataRoutes: parts.dataRoutes,
+    tracing: ctx.tracing,
     openapi: () => openApiDocument(`rest-connectors ${kind}`, VERSION, ctx.startup.apiKeys.length > 0, addresses(), parts.openapi),
   });
+
+/** At most this long is spent on a stop sending the last spans. */
+const TRACE_FLUSH_MS = 2000;
 
 /** How often the listener certificate's files are looked at (CONTRACT 7.1: a change is served within 10 s). */
 const TLS_POLL_MS = 2000;
@@ -146,6 +154,13 @@ export const runConnector = async (
     });
   });
 
+  // CONTRACT 9: an OTLP protocol we do not speak is a startup error
+  const protocol = tracingProtocol(process.env);
+  if (E.isLeft(protocol)) {
+    detachSignals();
+    return { code: 2, message: protocol.left };
+  }
+
   const datastore = connectDatastore({ ...redisOptions, commandTimeout: startup.datastore.commandTimeoutMilliseconds }, startup.datastore.connectionRetrySeconds, log);
   const key = configKey(startup.id);
   const first = await Promise.race([loadConfigText(datastore, key, log), signal]);
@@ -202,7 +217,10 @@ export const runConnector = async (
     return reading === 'signal' ? { code: 0 } : { code: 2, message: refusal };
   }
   const connectedSub = datastore.connected$.subscribe((c) => metrics.datastoreConnected.set(c ? 1 : 0));
-  const ctx: ConnectorContext = { startup, settings, datastore, redisOptions, log, metrics, outOfMemory: memory.outOfMemory, webhookFiles: files.right };
+  const traces: TracingHandle | undefined = await startTracing(kind, process.env, log);
+  const ctx: ConnectorContext = {
+    startup, settings, datastore, redisOptions, log, metrics, outOfMemory: memory.outOfMemory, webhookFiles: files.right, tracing: traces?.tracing,
+  };
   const parts = build(ctx);
   let listening: Listening | undefined;
   let failure: string | undefined;
@@ -216,6 +234,7 @@ export const runConnector = async (
     }, tls.right);
   } catch (err) {
     connectedSub.unsubscribe();
+    await traces?.shutdown(0);
     memory.stop();
     await datastore.close();
     detachSignals();
@@ -278,6 +297,8 @@ export const runConnector = async (
   certWatch?.stop();
   const deadline = Date.now() + GRACE_MS;
   await Promise.all([listening.close(GRACE_MS), background?.stop(deadline)]);
+  // the last spans, within what is left of the stop (a collector that is away does not hold it up)
+  await traces?.shutdown(Math.min(TRACE_FLUSH_MS, Math.max(0, deadline - Date.now())));
   if (addressFile !== undefined) removeAddressFile(addressFile, process.pid);
   connectedSub.unsubscribe();
   memory.stop();

@@ -47,7 +47,9 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly Subscription[]
       onDropped: (item) => observe.backlogDropped(s, item),
     });
     const observer = laneObserver(s, { log, metrics, board, backlogSize: () => backlog.size() });
-    return { s, backlog, observer, client: webhookClient(s, `rest-connectors/${VERSION}`) };
+    // CONTRACT 9: with tracing on, a span per request linked to its entries, and traceparent sent
+    const traced = ctx.tracing === undefined ? undefined : { tracing: ctx.tracing, group };
+    return { s, backlog, observer, client: webhookClient(s, `rest-connectors/${VERSION}`, Date.now, traced) };
   });
 
   const tracker = makeLossTracker();

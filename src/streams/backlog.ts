@@ -6,11 +6,14 @@ import type { Batch } from './batches';
 import { flatRecord } from './replies';
 import { compareIds } from './streamIds';
 import { persist } from './persist';
+import type { EntryTrace } from '../tracing';
 
 /**
  * A webhook's backlog (CONTRACT 4.4): its dead-lettered batches, kept in the dead-letter stream
  * `connectors:{ID}:deadletter`, one entry per batch and webhook, with fields `webhook` (index),
- * `url` (without user information or query), `webhookId`, `error`, `attempts`, `body`, `reason`.
+ * `url` (without user information or query), `webhookId`, `error`, `attempts`, `body`, `reason`,
+ * and `traces` when the batch's entries carried trace contexts (CONTRACT 9: a redriven or replayed
+ * request links to them as the first attempt did): `{entry id} {traceparent}` pairs, space-separated.
  *
  * Invariants:
  * 1. A batch counts as "in the backlog" (and may be acknowledged) only once its entry is written.
@@ -47,6 +50,8 @@ export interface BacklogEntry extends BacklogItem {
   readonly error: string;
   readonly reason: string;
   readonly body: string;
+  /** The batch's trace contexts, as stored (`traces`); empty when it has none. */
+  readonly traces: string;
 }
 
 /** What a webhook's lane does with its backlog (one live implementation; marble tests pass fakes). */
@@ -56,7 +61,7 @@ export interface LaneBacklog {
   /** The webhook's redrivable entries, oldest first (read from the data store each time). */
   pending(): Observable<readonly BacklogItem[]>;
   /** The entry's body, or null when it is gone (delivered by a replica, replayed, purged or trimmed). */
-  fetch(item: BacklogItem): Observable<string | null>;
+  fetch(item: BacklogItem): Observable<Pick<BacklogEntry, 'body' | 'traces'> | null>;
   /** Delivered: deleted from the backlog. */
   remove(item: BacklogItem): Observable<unknown>;
   /** Failed again: it stays, its `attempts` and `error` updated. */
@@ -71,9 +76,30 @@ export interface LaneBacklog {
  * one way from an entry to a batch, for the lane's redrive and the operator's replay alike; it is
  * recorded already and goes to its own webhook only.
  */
-export const backlogBatch = (item: Pick<BacklogItem, 'id' | 'webhookId'>, body: string, size = 0): Batch => ({
-  webhookId: item.webhookId, first: firstOf(item.webhookId) || item.id, ids: [], body, size, recorded: true, done: new Set(),
-});
+export const backlogBatch = (item: Pick<BacklogItem, 'id' | 'webhookId'>, body: string, size = 0, traces = ''): Batch => {
+  const batch: Batch = { webhookId: item.webhookId, first: firstOf(item.webhookId) || item.id, ids: [], body, size, recorded: true, done: new Set() };
+  return traces === '' ? batch : { ...batch, traces: decodeTraces(traces) };
+};
+
+/** How many data points a stored body holds (0 when it is not a body of ours). */
+export const bodyPoints = (body: string): number => {
+  try {
+    const points = (JSON.parse(body) as { datapoints?: unknown }).datapoints;
+    return Array.isArray(points) ? points.length : 0;
+  } catch {
+    return 0;
+  }
+};
+
+/** `traces` as stored: `{id} {traceparent}` pairs, space-separated. */
+export const encodeTraces = (traces: readonly EntryTrace[]): string => traces.map((t) => `${t.id} ${t.traceparent}`).join(' ');
+
+const decodeTraces = (text: string): EntryTrace[] => {
+  const words = text.split(' ');
+  const out: EntryTrace[] = [];
+  for (let i = 0; i + 1 < words.length; i += 2) out.push({ id: words[i]!, traceparent: words[i + 1]! });
+  return out;
+};
 
 /** The webhook-id's first stream ID: the batch's place in stream order. */
 const firstOf = (webhookId: string): string => webhookId.split('_')[0] ?? '0-0';
@@ -92,6 +118,7 @@ export const decodeBacklogEntry = (id: string, fields: readonly string[]): Backl
     attempts: Number(f.attempts ?? 0) || 0,
     reason: String(f.reason ?? 'exhausted'),
     body: String(f.body ?? ''),
+    traces: String(f.traces ?? ''),
   };
 };
 
@@ -145,11 +172,12 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
     known.delete(id);
     removed.add(id);
   };
-  const xadd = (batch: { webhookId: string; body: string }, reason: string, error: string, attempts: number) =>
-    o.redis.xadd(
-      stream, 'MAXLEN', '~', String(o.maxLength), '*',
-      'webhook', String(o.index), 'url', url, 'webhookId', batch.webhookId, 'error', error, 'attempts', String(attempts), 'body', batch.body, 'reason', reason,
-    );
+  const fields = (webhookId: string, error: string, attempts: number, body: string, reason: string, traces: string): string[] => [
+    'webhook', String(o.index), 'url', url, 'webhookId', webhookId, 'error', error, 'attempts', String(attempts), 'body', body, 'reason', reason,
+    ...(traces === '' ? [] : ['traces', traces]),
+  ];
+  const xadd = (batch: Pick<Batch, 'webhookId' | 'body' | 'traces'>, reason: string, error: string, attempts: number) =>
+    o.redis.xadd(stream, 'MAXLEN', '~', String(o.maxLength), '*', ...fields(batch.webhookId, error, attempts, batch.body, reason, encodeTraces(batch.traces ?? [])));
   const firstId = async (): Promise<string | null> => {
     const first = flatRecord(await o.redis.call('XINFO', 'STREAM', stream).catch(() => []))['first-entry'];
     return Array.isArray(first) ? String(first[0]) : null;
@@ -201,7 +229,7 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
       defer(async () => {
         const [entry] = (await o.redis.xrange(stream, item.id, item.id)) as Array<[string, string[]]>;
         if (entry === undefined) await gone(item);
-        return entry === undefined ? null : decodeBacklogEntry(item.id, entry[1]).body;
+        return entry === undefined ? null : decodeBacklogEntry(item.id, entry[1]);
       }),
     remove: (item) =>
       persistHere(async () => {
@@ -216,8 +244,7 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
         // re-appended with the grown count (a stream entry cannot be changed); its place in the
         // redrive order is its batch's, not its entry's
         const replies = await o.redis.multi().xdel(stream, item.id).xadd(
-          stream, 'MAXLEN', '~', String(o.maxLength), '*',
-          'webhook', String(o.index), 'url', url, 'webhookId', e.webhookId, 'error', error, 'attempts', String(attempts), 'body', e.body, 'reason', e.reason,
+          stream, 'MAXLEN', '~', String(o.maxLength), '*', ...fields(e.webhookId, error, attempts, e.body, e.reason, e.traces),
         ).exec();
         const newId = replies?.[1]?.[1];
         forget(item.id);

@@ -1,6 +1,7 @@
 import { bufferTime, filter, map, type OperatorFunction, type SchedulerLike, asyncScheduler } from 'rxjs';
 import type { DecodedEntry } from './entries';
 import type { BatchRecord } from './deliveryState';
+import type { EntryTrace } from '../tracing';
 
 export interface Batch {
   /** `{first}_{last}` stream IDs: the same on every retry, for every webhook, and after a restart. */
@@ -20,6 +21,8 @@ export interface Batch {
    * (null: nothing). A webhook without an entry here gets the whole batch.
    */
   readonly parts?: ReadonlyMap<string, Batch | null>;
+  /** The entries' trace contexts (CONTRACT 9), when any entry has one: each request's span links to them. */
+  readonly traces?: readonly EntryTrace[];
 }
 
 const NONE: ReadonlySet<string> = new Set();
@@ -28,15 +31,26 @@ const NONE: ReadonlySet<string> = new Set();
  * A batch of decoded entries; a re-formed one keeps the webhook-id of its record (entries deleted
  * from the stream meanwhile do not change it: the receiver keeps the copy it has).
  */
-export const toBatch = (entries: readonly DecodedEntry[], record?: Pick<BatchRecord, 'first' | 'last' | 'done'>): Batch => ({
-  webhookId: record !== undefined ? `${record.first}_${record.last}` : `${entries[0]!.id}_${entries[entries.length - 1]!.id}`,
-  first: record?.first ?? entries[0]!.id,
-  ids: entries.map((e) => e.id),
-  body: `{"datapoints":[${entries.map((e) => e.json).join(',')}]}`,
-  size: entries.length,
-  recorded: record !== undefined,
-  done: record?.done ?? NONE,
-});
+export const toBatch = (entries: readonly DecodedEntry[], record?: Pick<BatchRecord, 'first' | 'last' | 'done'>): Batch => {
+  const batch: Batch = {
+    webhookId: record !== undefined ? `${record.first}_${record.last}` : `${entries[0]!.id}_${entries[entries.length - 1]!.id}`,
+    first: record?.first ?? entries[0]!.id,
+    ids: entries.map((e) => e.id),
+    body: `{"datapoints":[${entries.map((e) => e.json).join(',')}]}`,
+    size: entries.length,
+    recorded: record !== undefined,
+    done: record?.done ?? NONE,
+  };
+  const traces = tracesOf(entries);
+  return traces === undefined ? batch : { ...batch, traces };
+};
+
+/** The entries' trace contexts; undefined when none has one (tracing off: nothing is added). */
+const tracesOf = (entries: readonly DecodedEntry[]): EntryTrace[] | undefined => {
+  let traces: EntryTrace[] | undefined;
+  for (const e of entries) if (e.traceparent !== undefined) (traces ??= []).push({ id: e.id, traceparent: e.traceparent });
+  return traces;
+};
 
 /**
  * A batch closes `windowMs` after it opened or when it holds `maxSize` entries; `bufferTime`

@@ -198,9 +198,9 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
     /** One backlog entry re-sent: with the usual retries (redrive), or one request (probe). */
     const redriveOne$ = (item: BacklogItem, probe: boolean): Observable<boolean | null> =>
       o.backlog.fetch(item).pipe(
-        mergeMap((body) => {
-          if (body === null) return of(null); // gone meanwhile (a replica, an operator, the cap): nothing to send
-          const batch = backlogBatch(item, body);
+        mergeMap((entry) => {
+          if (entry === null) return of(null); // gone meanwhile (a replica, an operator, the cap): nothing to send
+          const batch = backlogBatch(item, entry.body, 0, entry.traces);
           type End = { ok: true } | { ok: false; error: string; attempts: number; gone?: true };
           const end$: Observable<End> = probe
             ? send$(batch).pipe(map(({ r, seconds }): End => {

@@ -12,6 +12,8 @@ export interface DecodedEntry {
   readonly casdu?: number | undefined;
   readonly ioa?: number | undefined;
   readonly type?: number | undefined;
+  /** The trace context the writer stored with the entry (CONTRACT 9), when it did. */
+  readonly traceparent?: string | undefined;
 }
 
 export type DecodeResult = { readonly ok: true; readonly entry: DecodedEntry } | { readonly ok: false; readonly id: string; readonly reason: string };
@@ -51,8 +53,8 @@ const ADDRESS = /^[0-9]+$/;
 const num = (u: unknown): number | undefined => (typeof u === 'number' && Number.isInteger(u) ? u : undefined);
 
 /** The entry with the point's `casdu`, `ioa` and `type` where they are integers (the filter's view of it); one shape for every entry. */
-const decoded = (id: string, json: string, point: Record<string, unknown>): DecodedEntry => ({
-  id, json, casdu: num(point.casdu), ioa: num(point.ioa), type: num(point.type),
+const decoded = (id: string, json: string, point: Record<string, unknown>, traceparent: string | undefined): DecodedEntry => ({
+  id, json, casdu: num(point.casdu), ioa: num(point.ioa), type: num(point.type), traceparent,
 });
 
 /**
@@ -66,6 +68,7 @@ export const decodeEntry = (e: StreamEntry): DecodeResult => {
   let casdu: string | undefined;
   let ioa: string | undefined;
   let source: string | undefined;
+  let traceparent: string | undefined;
   for (let i = 0; i + 1 < e.fields.length; i += 2) {
     const value = e.fields[i + 1]!;
     switch (e.fields[i]) {
@@ -73,6 +76,7 @@ export const decodeEntry = (e: StreamEntry): DecodeResult => {
       case 'casdu': casdu = value; break;
       case 'ioa': ioa = value; break;
       case 'source': source = value; break;
+      case 'traceparent': traceparent = value; break;
     }
   }
   if (data === undefined) return { ok: false, id: e.id, reason: 'entry has no data field' };
@@ -87,12 +91,12 @@ export const decodeEntry = (e: StreamEntry): DecodeResult => {
   const fill = (!('casdu' in point) && casdu !== undefined) || (!('ioa' in point) && ioa !== undefined) || (!('source' in point) && source !== undefined);
   // The common case (the inbound connector writes complete objects) passes the stored text on as
   // it is: parsed only to be checked, never serialised again.
-  if (!fill) return { ok: true, entry: decoded(e.id, data, point) };
+  if (!fill) return { ok: true, entry: decoded(e.id, data, point, traceparent) };
   if (!('casdu' in point) && casdu !== undefined) point.casdu = ADDRESS.test(casdu) ? Number(casdu) : casdu;
   if (!('ioa' in point) && ioa !== undefined) point.ioa = ADDRESS.test(ioa) ? Number(ioa) : ioa;
   if (!('source' in point) && source !== undefined) point.source = source;
   try {
-    return { ok: true, entry: decoded(e.id, JSON.stringify(point), point) };
+    return { ok: true, entry: decoded(e.id, JSON.stringify(point), point, traceparent) };
   } catch (err) {
     // e.g. nested too deep for the serialiser (RangeError): undeliverable, never the pipeline's end
     return { ok: false, id: e.id, reason: `data cannot be serialised again: ${(err as Error).message}` };

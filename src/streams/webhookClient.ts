@@ -9,6 +9,9 @@ import type { Batch } from './batches';
 import type { PostBatch, WebhookResponse } from './answers';
 import { oauth2Tokens } from './oauth2';
 import type { Subscription } from './subscription';
+import { bodyPoints } from './backlog';
+import { safeUrl } from '../config/urls';
+import type { DeliveryTrace, Tracing } from '../tracing';
 
 /**
  * CONTRACT 6.4 (Standard Webhooks): `v1,` + base64 HMAC-SHA256 of `{id}.{timestamp}.{body}`, one
@@ -56,8 +59,23 @@ export interface WebhookClient {
  * counts. Aborted when the subscriber unsubscribes (graceful-stop deadline). Any HTTP status is an
  * answer (the lane classifies it); redirects are not followed, so a 3xx is an answer too.
  */
-export const webhookClient = (sub: Pick<Subscription, 'webhook' | 'settings' | 'files'>, userAgent: string, now: () => number = Date.now): WebhookClient => {
+/** CONTRACT 9: spans for each request, when tracing is on; `group` is the consumer group that read the entries. */
+export interface ClientTracing {
+  readonly tracing: Tracing;
+  readonly group: string;
+}
+
+export const webhookClient = (
+  sub: Pick<Subscription, 'index' | 'webhook' | 'settings' | 'files'>, userAgent: string, now: () => number = Date.now, traced?: ClientTracing,
+): WebhookClient => {
   const { webhook } = sub;
+  const spanUrl = traced === undefined ? '' : safeUrl(webhook.url);
+  /** The `process process:updates` span of one request (CONTRACT 9), linked to its entries' contexts. */
+  const deliveryTrace = (batch: Batch): DeliveryTrace | undefined =>
+    traced?.tracing.delivery({
+      webhook: sub.index, url: spanUrl, webhookId: batch.webhookId, group: traced.group,
+      points: batch.size > 0 ? batch.size : bodyPoints(batch.body), entries: batch.traces ?? [],
+    });
   const timeoutMs = sub.settings.timeoutMs;
   const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
   // CONTRACT 4.5: the webhook's own CA, client certificate and server name, when it has them
@@ -88,6 +106,7 @@ export const webhookClient = (sub: Pick<Subscription, 'webhook' | 'settings' | '
         clearTimeout(deadline);
         if (answer !== undefined && !subscriber.closed) {
           over = true;
+          endTrace({ status: answer.status });
           subscriber.next(answer);
           subscriber.complete();
         }
@@ -100,8 +119,27 @@ export const webhookClient = (sub: Pick<Subscription, 'webhook' | 'settings' | '
       }, timeoutMs);
       const timestamp = Math.floor(now() / 1000);
       const headers = requestHeaders(webhook, batch, timestamp, userAgent);
-      const send = (authorization?: string) =>
+      const trace = deliveryTrace(batch);
+      let traceOpen = trace !== undefined;
+      const endTrace = (o: { status?: number; error?: string }) => {
+        if (traceOpen) trace!.end(o);
+        traceOpen = false;
+      };
+      const plain = (authorization?: string) =>
         client.post(webhook.url, bytesOf(batch), { headers: authorization === undefined ? headers : { ...headers, Authorization: authorization }, signal: controller.signal });
+      /** With tracing: a client span per HTTP request, its context sent as `traceparent` (when sampled). */
+      const send = trace === undefined ? plain : async (authorization?: string) => {
+        const call = trace.call();
+        const withTrace = call.traceparent === undefined ? headers : { ...headers, traceparent: call.traceparent };
+        const auth = authorization === undefined ? withTrace : { ...withTrace, Authorization: authorization };
+        return client.post(webhook.url, bytesOf(batch), { headers: auth, signal: controller.signal }).then(
+          (r) => (call.end({ status: r.status }), r),
+          (err: unknown) => {
+            call.end({ error: err instanceof Error ? describeError(err) : String(err) });
+            throw err;
+          },
+        );
+      };
       /**
        * With OAuth 2.0: the current token; a 401 discards it and the request goes again at once
        * with a new one — once, inside this attempt (CONTRACT 4.5). A token that cannot be had
@@ -139,7 +177,9 @@ export const webhookClient = (sub: Pick<Subscription, 'webhook' | 'settings' | '
           },
           (err: unknown) => {
             clearTimeout(deadline);
-            subscriber.error(err instanceof Error ? new Error(controller.signal.aborted && answer === undefined ? 'timeout' : describeError(err)) : err);
+            const reported = err instanceof Error ? new Error(controller.signal.aborted && answer === undefined ? 'timeout' : describeError(err)) : err;
+            endTrace({ error: reported instanceof Error ? reported.message : String(reported) });
+            subscriber.error(reported);
           },
         );
       return () => {
@@ -148,6 +188,7 @@ export const webhookClient = (sub: Pick<Subscription, 'webhook' | 'settings' | '
         // only an exchange cut short (a stop's deadline) is aborted: an abort makes an AbortError
         // and runs axios's listeners, for nothing once the answer is in
         if (!over) controller.abort();
+        endTrace({ error: 'cancelled' });
       };
     });
   return {

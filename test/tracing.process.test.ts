@@ -1,0 +1,198 @@
+import { randomBytes } from 'node:crypto';
+import { Connector, eventually, runCli } from './helpers/cli';
+import { Collector } from './helpers/collector';
+import { usePushHarness } from './helpers/push';
+import { freePort } from './helpers/redis';
+
+/**
+ * Issue 25 (CONTRACT 9): traces from the POST to the webhook, exported by both connectors (the
+ * built CLI) to a collector in this test process over OTLP/HTTP, with real receivers and a
+ * private Redis.
+ */
+const h = usePushHarness();
+const collectors: Collector[] = [];
+const inbounds: Connector[] = [];
+afterEach(async () => {
+  await Promise.all(inbounds.splice(0).map((c) => c.stop('SIGKILL')));
+  await Promise.all(collectors.splice(0).map((c) => c.close()));
+});
+
+const MAPPINGS = [
+  { name: 'a', topic: 't', casdu: 1, ioa: 1, type: 36, valuePath: 'a' },
+  { name: 'b', topic: 't', casdu: 1, ioa: 2, type: 36, valuePath: 'b' },
+];
+/** Spans exported at once (the batch processor's delay), and OTLP/JSON so that this test reads them. */
+const OTEL = (collector: Collector, extra: Record<string, string> = {}) => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100', ...extra,
+});
+const SERVER = 2;
+const CLIENT = 3;
+const PRODUCER = 4;
+const CONSUMER = 5;
+
+const collector = async () => {
+  const c = await Collector.start();
+  collectors.push(c);
+  return c;
+};
+
+const inbound = async (id: string, env: Record<string, string>) => {
+  const port = await freePort();
+  await h.r.client.set(`connectors:${id}:config`, JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], mappings: MAPPINGS }));
+  const c = new Connector('inbound', { Id: id, ConnectionStrings__Datastore: h.r.redis.url, Datastore__ConnectionRetrySeconds: '0.2', ...env });
+  inbounds.push(c);
+  await c.waitForLog((l) => l.msg === 'inbound connector listening');
+  return { c, base: `http://127.0.0.1:${port}` };
+};
+
+const post = (base: string, body: object, traceparent?: string) =>
+  fetch(`${base}/api/datapoints?topic=t`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', ...(traceparent !== undefined ? { traceparent } : {}) }, body: JSON.stringify(body),
+  });
+
+const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+
+/** The stream's entries with their fields as an object. */
+const streamEntries = async () =>
+  ((await h.r.client.xrange('process:updates', '-', '+')) as Array<[string, string[]]>).map(([id, f]) => {
+    const o: Record<string, string> = {};
+    for (let i = 0; i + 1 < f.length; i += 2) o[f[i]!] = f[i + 1]!;
+    return { id, fields: o };
+  });
+
+it('one POST with a traceparent: server and producer spans in its trace, the context in each stream entry, a process span linked to each entry, a client span whose context the webhook received', async () => {
+  const col = await collector();
+  const hook = await h.receiver();
+  const { base } = await inbound('tr-in', OTEL(col));
+  await h.outbound('tr-out', [{ url: hook.url }], { ...OTEL(col), Webhooks__BatchWindowMilliseconds: '1000' });
+  // five POSTs inside one batch window, each with a trace of its own: one webhook request, ten links
+  const traces = Array.from({ length: 5 }, () => ({ traceId: hex(16), spanId: hex(8) }));
+  for (const [i, t] of traces.entries()) expect((await post(base, { a: i, b: 10 + i }, `00-${t.traceId}-${t.spanId}-01`)).status).toBe(200);
+  await eventually(() => (hook.points().length === 10 ? true : undefined), 20000, 'the webhook got the ten points');
+
+  const entries = await streamEntries();
+  expect(entries).toHaveLength(10);
+  await eventually(() => {
+    const s = col.spans();
+    return s.filter((x) => x.kind === SERVER).length === 5 && s.some((x) => x.kind === CLIENT) ? true : undefined;
+  }, 20000, 'the spans were exported');
+  const spans = col.spans();
+
+  for (const [i, t] of traces.entries()) {
+    const server = spans.find((s) => s.kind === SERVER && s.traceId === t.traceId)!;
+    expect(server).toMatchObject({ service: 'rest-connector-inbound', name: 'POST /api/datapoints', parentSpanId: t.spanId });
+    expect(server.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.route': '/api/datapoints', 'http.response.status_code': 200 });
+    const producer = spans.find((s) => s.kind === PRODUCER && s.traceId === t.traceId)!;
+    expect(producer).toMatchObject({ name: 'send process:updates', parentSpanId: server.spanId });
+    expect(producer.attributes).toMatchObject({ 'messaging.system': 'redis', 'messaging.destination.name': 'process:updates', 'messaging.batch.message_count': 2 });
+    // the write's two entries carry the producer span's context
+    expect(entries.slice(2 * i, 2 * i + 2).map((e) => e.fields.traceparent)).toEqual(Array(2).fill(`00-${t.traceId}-${producer.spanId}-01`));
+  }
+
+  expect(hook.delivered()).toHaveLength(1);
+  const request = hook.delivered()[0]!;
+  const processSpan = spans.find((s) => s.kind === CONSUMER)!;
+  expect(processSpan).toMatchObject({ service: 'rest-connector-outbound', name: 'process process:updates', parentSpanId: '' });
+  expect(processSpan.attributes).toMatchObject({
+    'messaging.system': 'redis', 'messaging.destination.name': 'process:updates', 'messaging.consumer.group.name': 'rest-outbound:tr-out',
+    'messaging.batch.message_count': 10, 'rest_connector.webhook_id': request.headers['webhook-id'],
+  });
+  // one link per entry, to the context stored with it, with the entry's ID
+  expect(processSpan.links.map((l) => [l.traceId, l.spanId, l.attributes['messaging.message.id']])).toEqual(
+    entries.map((e) => [...e.fields.traceparent!.split('-').slice(1, 3), e.id]),
+  );
+  const client = spans.find((s) => s.kind === CLIENT)!;
+  expect(client).toMatchObject({ name: 'POST', traceId: processSpan.traceId, parentSpanId: processSpan.spanId });
+  expect(client.attributes).toMatchObject({ 'http.request.method': 'POST', 'url.full': hook.url, 'http.response.status_code': 200 });
+  expect(request.headers.traceparent).toBe(`00-${client.traceId}-${client.spanId}-01`);
+});
+
+it('a retried and a redriven request are spans of their own, each linked to the entries; the backlog keeps the contexts', async () => {
+  const col = await collector();
+  // three 500s exhaust the first delivery (MaxAttempts 3): the batch goes to the backlog, then is redriven
+  const hook = await h.receiver((n) => ({ status: n <= 3 ? 500 : 200 }));
+  const { base } = await inbound('tr-in2', OTEL(col));
+  await h.outbound('tr-out2', [{ url: hook.url }], { ...OTEL(col), Webhooks__CircuitFailureThreshold: '100' });
+  const t = { traceId: hex(16), spanId: hex(8) };
+  expect((await post(base, { a: 1, b: 2 }, `00-${t.traceId}-${t.spanId}-01`)).status).toBe(200);
+  await eventually(() => (hook.delivered().length === 1 ? true : undefined), 30000, 'the redriven request was delivered');
+  const producer = await eventually(() => col.spans().find((s) => s.kind === PRODUCER), 20000, 'the producer span');
+  const processSpans = await eventually(() => {
+    const p = col.spans().filter((s) => s.kind === CONSUMER);
+    return p.length === 4 ? p : undefined;
+  }, 20000, 'a process span per request');
+  // every request of the four (three failed attempts, one redrive) links to both entries
+  for (const p of processSpans) {
+    expect(p.links.map((l) => [l.traceId, l.spanId])).toEqual([[t.traceId, producer.spanId], [t.traceId, producer.spanId]]);
+  }
+  expect(new Set(processSpans.map((p) => p.traceId)).size).toBe(4);
+  const failed = processSpans.filter((p) => p.attributes['http.response.status_code'] === 500);
+  expect(failed).toHaveLength(3);
+  expect(failed.every((p) => p.status.code === 2)).toBe(true);
+  // the webhook saw a different traceparent on each request, each a client span's
+  const clients = col.spans().filter((s) => s.kind === CLIENT);
+  expect(hook.requests.map((r) => r.headers.traceparent).sort()).toEqual(clients.map((c) => `00-${c.traceId}-${c.spanId}-01`).sort());
+});
+
+it('sampling off adds no stream field and no header, and exports nothing', async () => {
+  const col = await collector();
+  const hook = await h.receiver();
+  const off = OTEL(col, { OTEL_TRACES_SAMPLER: 'always_off' });
+  const { base } = await inbound('tr-off-in', off);
+  await h.outbound('tr-off-out', [{ url: hook.url }], off);
+  expect((await post(base, { a: 1, b: 2 }, `00-${hex(16)}-${hex(8)}-01`)).status).toBe(200);
+  await eventually(() => (hook.points().length === 2 ? true : undefined), 20000, 'delivered');
+  expect((await streamEntries()).map((e) => Object.keys(e.fields))).toEqual(Array(2).fill(['casdu', 'ioa', 'source', 'data']));
+  expect(hook.requests.map((r) => r.headers.traceparent)).toEqual([undefined]);
+  // the batch processor's delay is 100 ms: anything there was to export would be here by now
+  await new Promise((r) => setTimeout(r, 500));
+  expect(col.spans()).toEqual([]);
+});
+
+it('tracing off (no endpoint): no field, no header', async () => {
+  const hook = await h.receiver();
+  const { base } = await inbound('tr-none-in', {});
+  await h.outbound('tr-none-out', [{ url: hook.url }]);
+  expect((await post(base, { a: 1, b: 2 }, `00-${hex(16)}-${hex(8)}-01`)).status).toBe(200);
+  await eventually(() => (hook.points().length === 2 ? true : undefined), 20000, 'delivered');
+  expect((await streamEntries()).map((e) => Object.keys(e.fields))).toEqual(Array(2).fill(['casdu', 'ioa', 'source', 'data']));
+  expect(hook.requests.map((r) => r.headers.traceparent)).toEqual([undefined]);
+});
+
+it('an unreachable collector changes nothing for delivery: every point delivered, the failure logged once', async () => {
+  const hook = await h.receiver();
+  const port = await freePort(); // nothing listens there
+  const away = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100' };
+  const { base, c: inC } = await inbound('tr-away-in', away);
+  const { c: outC } = await h.outbound('tr-away-out', [{ url: hook.url }], away);
+  for (let i = 0; i < 20; i++) expect((await post(base, { a: i, b: i }, `00-${hex(16)}-${hex(8)}-01`)).status).toBe(200);
+  await eventually(() => (hook.points().length === 40 ? true : undefined), 20000, 'every point delivered');
+  const failure = (l: Record<string, unknown>) => l.msg === 'traces cannot be exported to the collector; spans are dropped';
+  await outC.waitForLog(failure);
+  await inC.waitForLog(failure);
+  // several exports failed meanwhile (one per 100 ms at least): each connector said so once
+  await new Promise((r) => setTimeout(r, 1000));
+  expect([inC.logs().filter(failure).length, outC.logs().filter(failure).length]).toEqual([1, 1]);
+  expect(inC.logs().find(failure)).toMatchObject({ level: 'warn', droppedSpans: expect.any(Number) });
+});
+
+it('by default spans go as OTLP/HTTP protobuf to {endpoint}/v1/traces, with OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES', async () => {
+  const col = await collector();
+  const { base } = await inbound('tr-proto', {
+    OTEL_EXPORTER_OTLP_ENDPOINT: col.endpoint, OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_SERVICE_NAME: 'plant-inbound', OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=test-bay',
+  });
+  const traceId = hex(16);
+  expect((await post(base, { a: 1, b: 2 }, `00-${traceId}-${hex(8)}-01`)).status).toBe(200);
+  const request = await eventually(() => col.requests[0], 20000, 'an export');
+  expect([request.path, request.headers['content-type']]).toEqual(['/v1/traces', 'application/x-protobuf']);
+  // protobuf holds the trace ID as its 16 bytes, and the resource's strings as they are
+  expect(request.body.includes(Buffer.from(traceId, 'hex'))).toBe(true);
+  expect(request.body.includes(Buffer.from('plant-inbound'))).toBe(true);
+  expect(request.body.includes(Buffer.from('test-bay'))).toBe(true);
+});
+
+it('an OTLP protocol other than http/protobuf or http/json is a start-up error (exit 2)', async () => {
+  const r = await runCli(['inbound'], { Id: 'tr-grpc', ConnectionStrings__Datastore: h.r.redis.url, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' });
+  expect([r.code, r.stderr.trim()]).toEqual([2, 'rest-connector: OTEL_EXPORTER_OTLP_PROTOCOL is "grpc": traces are exported over OTLP/HTTP only ("http/protobuf", the default, or "http/json")']);
+});
+
