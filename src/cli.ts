@@ -19,7 +19,8 @@ import { buildInbound } from './runtime/inbound';
 import { makeLogger } from './runtime/logger';
 import { buildOutbound } from './runtime/outbound';
 import { loadWebhookFiles } from './config/webhookFiles';
-import { configKey } from './mapping/keys';
+import { configKey, groupName } from './mapping/keys';
+import { startTracing, tracingProtocol } from './runtime/tracing';
 import { runConnector, type ConnectorKind, type Outcome } from './runtime/connector';
 import { describeConnectionError } from './runtime/datastore';
 import { VERSION } from './version';
@@ -289,11 +290,27 @@ const deadletterCommand = async (args: string[], io: Io): Promise<Outcome> => {
   // the startup parameters' delivery settings (a replayed request's time limit), or the defaults
   const startup = E.orElse(() => loadStartupSettings(collectRaw({}, {}), { requireId: false, hostname: hostname() }))(startupSettings(false));
   if (E.isLeft(startup)) return { code: 2, message: startup.left.join('; ') };
-  return runDeadletter(
-    { sub, id, json, ...(webhookRaw !== undefined ? { webhook: Number(webhookRaw) } : {}), ...times },
-    { out: io.out, withRedis, delivery: deliveryDefaults(startup.right.webhooks), now: Date.now },
-  );
+  // CONTRACT 9: a replayed request is traced as a redriven one is, when tracing is on
+  const protocol = sub === 'replay' ? tracingProtocol(process.env) : E.right(undefined);
+  if (E.isLeft(protocol)) return { code: 2, message: protocol.left };
+  const traceLog = makeLogger({ command: 'deadletter replay', id }, process.stderr);
+  traceLog.level = 'warn';
+  const traces = protocol.right === undefined ? undefined : await startTracing('outbound', process.env, traceLog);
+  try {
+    return await runDeadletter(
+      { sub, id, json, ...(webhookRaw !== undefined ? { webhook: Number(webhookRaw) } : {}), ...times },
+      {
+        out: io.out, withRedis, delivery: deliveryDefaults(startup.right.webhooks), now: Date.now,
+        ...(traces !== undefined ? { tracing: { tracing: traces.tracing, group: groupName(id) } } : {}),
+      },
+    );
+  } finally {
+    await traces?.shutdown(TRACE_FLUSH_MS);
+  }
 };
+
+/** At most this long is spent at the end of a replay sending its spans. */
+const TRACE_FLUSH_MS = 5000;
 
 const mappingsCommand = async (args: string[], io: Io): Promise<Outcome> => {
   const sub = args.shift();

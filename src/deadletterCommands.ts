@@ -10,7 +10,7 @@ import { classifyError, classifyResponse } from './streams/answers';
 import { enableWebhook } from './streams/disabledMarks';
 import { rateGate, type RateGate } from './streams/rateGate';
 import { makeSubscriptions, type DeliverySettings, type Subscription } from './streams/subscription';
-import { webhookClient, type WebhookClient } from './streams/webhookClient';
+import { webhookClient, type ClientTracing, type WebhookClient } from './streams/webhookClient';
 import { VERSION } from './version';
 
 /**
@@ -23,6 +23,8 @@ export interface DeadletterDeps {
   /** The delivery settings of the startup parameters (a replayed request's time limit). */
   readonly delivery: DeliverySettings;
   readonly now: () => number;
+  /** CONTRACT 9: spans for the replayed requests, when tracing is on. */
+  readonly tracing?: ClientTracing;
 }
 
 export interface DeadletterArgs {
@@ -91,7 +93,7 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
       };
       const clientOf = (s: Subscription) => {
         let c = clients.get(s.index);
-        if (c === undefined) clients.set(s.index, (c = webhookClient(s, `rest-connectors/${VERSION}`)));
+        if (c === undefined) clients.set(s.index, (c = webhookClient(s, `rest-connectors/${VERSION}`, Date.now, d.tracing)));
         return c;
       };
       try {
