@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- scenario …]`: every figure of ours next to a baseline measured in the same
- * run, as a ratio. Scenarios: inbound-10-mappings, inbound-wait-replicas, inbound-https, get-all-100k, get-one, get-all-1m, push-5-webhooks, push-cpu-per-point,
+ * run, as a ratio. Scenarios: inbound-10-mappings, inbound-wait-replicas, inbound-https, tracing, get-all-100k, get-one, get-all-1m, push-5-webhooks, push-cpu-per-point,
  * push-one-dead-webhook, push-outage-recovery, push-50-filtered. BENCH_SECONDS shortens the load phases (default 10).
  */
 import autocannon from 'autocannon';
@@ -69,6 +69,7 @@ const ratioRow = (ours: Load, base: Load): Row => ({
  */
 const compareLoads = async (
   ours: { url: string; pid: number }, baseline: { url: string; pid: number }, opts: autocannon.Options | Record<string, unknown>,
+  names: { ours: string; baseline: string } = { ours: 'ours', baseline: 'baseline' },
 ): Promise<{ ours: Load; baseline: Load; runs: Row[] }> => {
   await load({ ...opts, url: ours.url, duration: 2 });
   await load({ ...opts, url: baseline.url, duration: 2 });
@@ -81,7 +82,7 @@ const compareLoads = async (
       const cpuBefore = cpuMs(target.pid);
       const l = await load({ ...opts, url: target.url });
       l.cpuUsPerRequest = ((cpuMs(target.pid) - cpuBefore) * 1000) / Math.max(1, l.requests);
-      runs.push({ round: round + 1, server: who, 'req/s': l.rps, 'p50 ms': l.p50, 'p99 ms': l.p99, 'CPU µs/req': l.cpuUsPerRequest, non2xx: l.non2xx, errors: l.errors });
+      runs.push({ round: round + 1, server: names[who], 'req/s': l.rps, 'p50 ms': l.p50, 'p99 ms': l.p99, 'CPU µs/req': l.cpuUsPerRequest, non2xx: l.non2xx, errors: l.errors });
       if (best[who] === undefined || l.rps > best[who]!.rps) best[who] = l;
       minCpu[who] = Math.min(minCpu[who], l.cpuUsPerRequest);
     }
@@ -276,7 +277,13 @@ interface PushFigures {
  * Webhooks of a push run: `filtered` gives webhook k of n the IOAs k·(10000/n) … (k+1)·(10000/n)−1
  * (the producer's IOAs cycle over 0..9999), so each gets a different 1/n of the points.
  */
-interface PushShape { readonly webhooks: number; readonly filtered: boolean }
+interface PushShape {
+  readonly webhooks: number;
+  readonly filtered: boolean;
+  /** The connector's environment (tracing) and whether the producer writes `traceparent` fields. */
+  readonly env?: Record<string, string>;
+  readonly traced?: boolean;
+}
 const FIVE: PushShape = { webhooks: 5, filtered: false };
 const IOAS = 10000;
 const filterOf = (k: number, n: number) => ({ ioa: [`${(k * IOAS) / n}-${((k + 1) * IOAS) / n - 1}`] });
@@ -302,7 +309,9 @@ const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadF
     const port = await freePort();
     const webhooks = urls.map((url, k) => ({ url, ...(shape.filtered ? { filter: filterOf(k, shape.webhooks) } : {}) }));
     await r.client.set('connectors:bench-push:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], webhooks }));
-    server = startConnector('outbound', { Id: 'bench-push', ConnectionStrings__Datastore: `127.0.0.1:${r.port}`, Webhooks__TimeoutMilliseconds: '2000', Webhooks__MaxAttempts: '2' });
+    server = startConnector('outbound', {
+      Id: 'bench-push', ConnectionStrings__Datastore: `127.0.0.1:${r.port}`, Webhooks__TimeoutMilliseconds: '2000', Webhooks__MaxAttempts: '2', ...shape.env,
+    });
     await waitReady(`http://127.0.0.1:${port}/health/ready`);
     for (let i = 0; i < 100 && (await r.client.exists('process:updates')) === 0; i++) await sleep(50);
   } else {
@@ -311,7 +320,7 @@ const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadF
   }
   await sleep(300);
   const cpuBefore = cpuMs(server.pid!);
-  const producer = startScript('producer.js', [String(r.port), String(rate), String(SECONDS)]);
+  const producer = startScript('producer.js', [String(r.port), String(rate), String(SECONDS)], shape.traced === true ? { PRODUCER_TRACEPARENT: '1' } : {});
   const made = await nextMessage<{ produced: number; seconds: number }>(producer);
   /** What live receiver i should get: everything, or its filter's share. */
   const want = (i: number) => (shape.filtered ? wantedOf(ports.indexOf(live[i]!), shape.webhooks, made.produced) : made.produced);
@@ -537,6 +546,64 @@ const pushFiltered = async (r: Redises) => {
   return { rows, perPoint, perDelivery };
 };
 
+/**
+ * tracing (issue 25): what tracing costs, with 100 % sampling (`always_on`) to a local OTLP/HTTP
+ * endpoint (protobuf, the default), next to tracing off in the same run. Inbound: two connectors
+ * side by side on one Redis, one traced, loaded in turn as inbound-10-mappings is (requests carry
+ * a `traceparent`); the least CPU per request of three runs each. Push: 5 webhooks at 5,000
+ * points/s, two runs each; traced runs read entries that carry `traceparent` (as a traced inbound
+ * writes them); the lower CPU per point of each. No target: it tells users what tracing costs.
+ */
+const tracingCost = async (r: Redises) => {
+  const sink = startScript('otlpSink.js', []);
+  const { port: sinkPort } = await nextMessage<{ port: number }>(sink);
+  const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}`, OTEL_TRACES_SAMPLER: 'always_on' };
+  try {
+    const body = benchPayload();
+    const opts = { method: 'POST' as const, headers: { 'content-type': 'application/json', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }, body };
+    await r.client.flushall();
+    const config = { mappings: benchMappingsConfig() };
+    const inbound = await withConnector(r, 'inbound', 'bench-trace-off', config, {}, (offBase, offP) =>
+      withConnector(r, 'inbound', 'bench-trace-on', config, traced, async (onBase, onP) => {
+        const path = '/api/datapoints?topic=bench';
+        for (const base of [offBase, onBase]) {
+          const check = await load({ ...opts, url: `${base}${path}`, duration: 1 });
+          if (check.non2xx > 0) throw new Error('an inbound connector did not answer 200 to the bench payload');
+        }
+        return compareLoads({ url: `${onBase}${path}`, pid: onP.pid! }, { url: `${offBase}${path}`, pid: offP.pid! }, opts, { ours: 'tracing on', baseline: 'tracing off' });
+      }),
+    );
+    printTable(`tracing, inbound (${Buffer.byteLength(body)}-byte payload; 50 connections, ${SECONDS} s a run; 100 % sampled)`, inbound.runs);
+    const rows: Row[] = [];
+    const best: Record<string, PushFigures> = {};
+    for (let round = 0; round < 2; round++) {
+      for (const [label, shape] of [['tracing off', FIVE], ['tracing on', { ...FIVE, env: traced, traced: true }]] as const) {
+        const f = await pushRun(r, 'ours', 5000, false, shape);
+        if (!complete(f)) throw new Error(`${label}: not every point was delivered`);
+        rows.push(pushRow(label, f));
+        if (best[label] === undefined || f.cpuUsPerPoint < best[label]!.cpuUsPerPoint) best[label] = f;
+      }
+    }
+    printTable(`tracing, push (5 receivers at 5,000/s, ${SECONDS} s a run, two runs each; CPU of the outbound process)`, rows);
+    sink.send('report');
+    const exported = await nextMessage<{ requests: number; bytes: number }>(sink);
+    const on = inbound.ours.minCpuUsPerRequest!;
+    const off = inbound.baseline.minCpuUsPerRequest!;
+    const ratio = {
+      'inbound CPU µs/req off': off, 'inbound CPU µs/req on': on, 'inbound ratio on/off': on / off,
+      'inbound p99 ms off / on': `${inbound.baseline.p99} / ${inbound.ours.p99}`,
+      'push CPU µs/point off': best['tracing off']!.cpuUsPerPoint, 'push CPU µs/point on': best['tracing on']!.cpuUsPerPoint,
+      'push ratio on/off': best['tracing on']!.cpuUsPerPoint / best['tracing off']!.cpuUsPerPoint,
+      'push p99 ms off / on': `${best['tracing off']!.p99} / ${best['tracing on']!.p99}`,
+      'OTLP exports': exported.requests, 'OTLP MB': exported.bytes / 1e6,
+    };
+    printTable('tracing: what it costs at 100 % sampling (no target)', [ratio]);
+    return { inbound: inbound.runs, push: rows, ratio };
+  } finally {
+    await stop(sink);
+  }
+};
+
 const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'inbound-10-mappings': inbound,
   'inbound-wait-replicas': inboundWaitReplicas,
@@ -549,6 +616,7 @@ const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'push-one-dead-webhook': pushDead,
   'push-outage-recovery': pushOutage,
   'push-50-filtered': pushFiltered,
+  tracing: tracingCost,
 };
 
 (async () => {

@@ -188,15 +188,23 @@ it('an unreachable collector changes nothing for delivery: every point delivered
   expect(inC.logs().find(failure)).toMatchObject({ level: 'warn', droppedSpans: expect.any(Number) });
 });
 
-it('by default spans go as OTLP/HTTP protobuf to {endpoint}/v1/traces, with OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES', async () => {
+it('by default spans go as OTLP/HTTP protobuf to {endpoint}/v1/traces, with OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; the caller\'s name on the server span', async () => {
   const col = await collector();
   const { base } = await inbound('tr-proto', {
     OTEL_EXPORTER_OTLP_ENDPOINT: col.endpoint, OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_SERVICE_NAME: 'plant-inbound', OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=test-bay',
+    OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-key=c0ll3ct', Authentication__ApiKeys: 'scada-a=k1',
   });
   const traceId = hex(16);
-  expect((await post(base, { a: 1, b: 2 }, `00-${traceId}-${hex(8)}-01`)).status).toBe(200);
+  const answer = await fetch(`${base}/api/datapoints?topic=t`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', traceparent: `00-${traceId}-${hex(8)}-01`, 'X-Api-Key': 'k1' }, body: JSON.stringify({ a: 1, b: 2 }),
+  });
+  expect(answer.status).toBe(200);
   const request = await eventually(() => col.requests[0], 20000, 'an export');
-  expect([request.path, request.headers['content-type']]).toEqual(['/v1/traces', 'application/x-protobuf']);
+  expect([request.path, request.headers['content-type'], request.headers['x-collector-key']]).toEqual(['/v1/traces', 'application/x-protobuf', 'c0ll3ct']);
+  // the server span names the caller (CONTRACT 7.1), never the key
+  expect(request.body.includes(Buffer.from('rest_connector.caller'))).toBe(true);
+  expect(request.body.includes(Buffer.from('scada-a'))).toBe(true);
+  expect(request.body.includes(Buffer.from('k1'))).toBe(false);
   // protobuf holds the trace ID as its 16 bytes, and the resource's strings as they are
   expect(request.body.includes(Buffer.from(traceId, 'hex'))).toBe(true);
   expect(request.body.includes(Buffer.from('plant-inbound'))).toBe(true);
@@ -227,4 +235,20 @@ it('deadletter replay traces its requests as redrive does: a process span linked
   const client = spans.find((s) => s.kind === CLIENT)!;
   expect(hook.requests[0]!.headers.traceparent).toBe(`00-${client.traceId}-${client.spanId}-01`);
   expect(r.stderr).toBe('');
+});
+
+it('off, the OpenTelemetry SDK and exporters are not even loaded; on, they are', async () => {
+  const script = (env: object) => `
+    const { startTracing } = require('./dist/src/runtime/tracing.js');
+    const { makeLogger } = require('./dist/src/runtime/logger.js');
+    const log = makeLogger({}); log.level = 'silent';
+    startTracing('inbound', ${JSON.stringify(env)}, log).then(async (t) => {
+      const loaded = Object.keys(require.cache).filter((k) => /@opentelemetry[\\/](sdk-trace|exporter|resources)/.test(k)).length > 0;
+      console.log(JSON.stringify({ on: t !== undefined, loaded }));
+      await t?.shutdown(100);
+    });`;
+  const { execFileSync } = await import('node:child_process');
+  const run = (env: object) => JSON.parse(execFileSync(process.execPath, ['-e', script(env)], { encoding: 'utf8' })) as { on: boolean; loaded: boolean };
+  expect(run({})).toEqual({ on: false, loaded: false });
+  expect(run({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' })).toEqual({ on: true, loaded: true });
 });

@@ -13,6 +13,10 @@ export const inboundOpenApi: OpenApiPart = {
             name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$' },
             description: 'makes a retry safe: a repeated request with the same key, topic and body gets the stored answer (header Idempotent-Replayed: true) and writes nothing',
           },
+          {
+            name: 'traceparent', in: 'header', required: false, schema: { type: 'string' },
+            description: 'W3C trace context: with tracing on, the request\'s server span continues this trace, and the written entries carry it on to the webhook requests (their spans link to it); ignored when tracing is off',
+          },
         ],
         requestBody: {
           required: true,
