@@ -10,6 +10,8 @@ import { parseConnectionString, toRedisOptions, type TlsFiles } from './config/c
 import { parseManagedSettings, type ManagedSettings } from './config/managed';
 import { collectRaw, loadStartupSettings, PARAMETERS, type StartupSettings } from './config/startup';
 import { parseTime, runDeadletter } from './deadletterCommands';
+import { runResend } from './resendCommand';
+import type { ClientTracing } from './streams/webhookClient';
 import { deliveryDefaults } from './streams/subscription';
 import { addressFileSetting, healthcheck } from './healthcheck';
 import { applyMappings } from './mapping/apply';
@@ -40,6 +42,8 @@ Usage:
   rest-connector deadletter replay --id ID [--webhook N] [--since T]
   rest-connector deadletter purge --id ID [--webhook N] [--before T]
                                           the webhooks' backlogs (T: ISO 8601 or Unix seconds)
+  rest-connector webhooks resend --id ID --webhook N --since T [--until T]
+                                          send a past time range of process:updates again
   rest-connector healthcheck              probe /health/live where the running connector listens
                                           (Http:AddressFile); exit 0 healthy, 1 not
   rest-connector --version | --help       (each command also takes --help)
@@ -80,6 +84,14 @@ deletes what was delivered. Prints "delivered N, failed M"; exit 1 when any fail
   'deadletter purge': `Usage: rest-connector deadletter purge --id ID [--webhook N] [--before T]
 
 Deletes the selected entries (all of them without --webhook and --before). Prints "purged N".`,
+  'webhooks resend': `Usage: rest-connector webhooks resend --id ID --webhook N --since T [--until T]
+
+Sends the entries of process:updates appended from --since to --until (default: now; T is ISO 8601
+or Unix seconds) that match webhook N's filter again, in stream order, to its current URL with its
+headers, signature, TLS and auth: at most Webhooks:BatchMaxSize points a request, body
+{"datapoints":[…],"cause":"resend"}, webhook-id r-{first}_{last}, each request tried up to
+Webhooks:MaxAttempts times. Prints "sent N points in M requests, failed K"; exit 1 when any request
+failed, 2 on bad arguments. It does not coordinate with a running connector.`,
   healthcheck: `Usage: rest-connector healthcheck
 
 Reads the address file (startup parameter Http:AddressFile) that a running connector writes once it
@@ -265,6 +277,62 @@ const takeFlag = (args: string[], name: string): boolean => {
   return i >= 0;
 };
 
+/**
+ * CONTRACT 9 for the operator commands that send to webhooks: traced as the connector's requests
+ * are when tracing is on; the spans are sent (5 s at most) before the command ends.
+ */
+const withCliTracing = async (command: string, id: string, run: (tracing: ClientTracing | undefined) => Promise<Outcome>): Promise<Outcome> => {
+  const protocol = tracingProtocol(process.env);
+  if (E.isLeft(protocol)) return { code: 2, message: protocol.left };
+  const traceLog = makeLogger({ command, id }, process.stderr);
+  traceLog.level = 'warn';
+  const traces = protocol.right === undefined ? undefined : await startTracing('outbound', process.env, traceLog);
+  try {
+    return await run(traces === undefined ? undefined : { tracing: traces.tracing, group: groupName(id) });
+  } finally {
+    await traces?.shutdown(TRACE_FLUSH_MS);
+  }
+};
+
+/** At most this long is spent at the end of a command sending its spans. */
+const TRACE_FLUSH_MS = 5000;
+
+/** The startup parameters' delivery settings (a request's time limit, attempts, batch size), or the defaults. */
+const operatorStartup = () => E.orElse(() => loadStartupSettings(collectRaw({}, {}), { requireId: false, hostname: hostname() }))(startupSettings(false));
+
+const webhooksCommand = async (args: string[], io: Io): Promise<Outcome> => {
+  const sub = args.shift();
+  const help = HELP['webhooks resend']!;
+  if (sub !== 'resend') return usage(io, `unknown webhooks command '${sub ?? ''}'`, HELP.main!);
+  if (args.includes('--help')) {
+    io.out(help);
+    return { code: 0 };
+  }
+  // every argument is checked before Redis is asked anything (exit 2)
+  const id = takeOption(args, '--id');
+  if (id === undefined || id.trim() === '') return usage(io, '--id ID is required', help);
+  const webhookRaw = takeOption(args, '--webhook');
+  if (webhookRaw === undefined || !/^[0-9]+$/.test(webhookRaw)) return usage(io, webhookRaw === undefined ? '--webhook N is required' : `--webhook takes a webhook index, got '${webhookRaw}'`, help);
+  const sinceRaw = takeOption(args, '--since');
+  if (sinceRaw === undefined) return usage(io, '--since T is required', help);
+  const since = parseTime(sinceRaw);
+  if (since === undefined) return usage(io, `--since takes ISO 8601 or Unix seconds, got '${sinceRaw}'`, help);
+  const untilRaw = takeOption(args, '--until');
+  const until = untilRaw === undefined ? Date.now() : parseTime(untilRaw);
+  if (until === undefined) return usage(io, `--until takes ISO 8601 or Unix seconds, got '${untilRaw}'`, help);
+  if (until < since) return usage(io, untilRaw === undefined ? `--since (${sinceRaw}) is in the future` : `--until (${untilRaw}) is before --since (${sinceRaw})`, help);
+  if (args.length > 0) return usage(io, `unexpected argument '${args[0]}'`, help);
+  const startup = operatorStartup();
+  if (E.isLeft(startup)) return { code: 2, message: startup.left.join('; ') };
+  const w = startup.right.webhooks;
+  return withCliTracing('webhooks resend', id, (tracing) =>
+    runResend(
+      { id, webhook: Number(webhookRaw), since, until },
+      { out: io.out, withRedis, delivery: deliveryDefaults(w), batchMaxSize: w.batchMaxSize, ...(tracing !== undefined ? { tracing } : {}) },
+    ),
+  );
+};
+
 const deadletterCommand = async (args: string[], io: Io): Promise<Outcome> => {
   const sub = args.shift();
   const help = HELP[`deadletter ${sub}`];
@@ -287,30 +355,16 @@ const deadletterCommand = async (args: string[], io: Io): Promise<Outcome> => {
   }
   const json = sub === 'list' && takeFlag(args, '--json');
   if (args.length > 0) return usage(io, `unexpected argument '${args[0]}'`, help);
-  // the startup parameters' delivery settings (a replayed request's time limit), or the defaults
-  const startup = E.orElse(() => loadStartupSettings(collectRaw({}, {}), { requireId: false, hostname: hostname() }))(startupSettings(false));
+  const startup = operatorStartup();
   if (E.isLeft(startup)) return { code: 2, message: startup.left.join('; ') };
-  // CONTRACT 9: a replayed request is traced as a redriven one is, when tracing is on
-  const protocol = sub === 'replay' ? tracingProtocol(process.env) : E.right(undefined);
-  if (E.isLeft(protocol)) return { code: 2, message: protocol.left };
-  const traceLog = makeLogger({ command: 'deadletter replay', id }, process.stderr);
-  traceLog.level = 'warn';
-  const traces = protocol.right === undefined ? undefined : await startTracing('outbound', process.env, traceLog);
-  try {
-    return await runDeadletter(
+  const run = (tracing: ClientTracing | undefined) =>
+    runDeadletter(
       { sub, id, json, ...(webhookRaw !== undefined ? { webhook: Number(webhookRaw) } : {}), ...times },
-      {
-        out: io.out, withRedis, delivery: deliveryDefaults(startup.right.webhooks), now: Date.now,
-        ...(traces !== undefined ? { tracing: { tracing: traces.tracing, group: groupName(id) } } : {}),
-      },
+      { out: io.out, withRedis, delivery: deliveryDefaults(startup.right.webhooks), now: Date.now, ...(tracing !== undefined ? { tracing } : {}) },
     );
-  } finally {
-    await traces?.shutdown(TRACE_FLUSH_MS);
-  }
+  // CONTRACT 9: a replayed request is traced as a redriven one is, when tracing is on
+  return sub === 'replay' ? withCliTracing('deadletter replay', id, run) : run(undefined);
 };
-
-/** At most this long is spent at the end of a replay sending its spans. */
-const TRACE_FLUSH_MS = 5000;
 
 const mappingsCommand = async (args: string[], io: Io): Promise<Outcome> => {
   const sub = args.shift();
@@ -374,6 +428,8 @@ export const main = async (argv: string[], io: Io): Promise<Outcome> => {
       return mappingsCommand(args, io);
     case 'deadletter':
       return deadletterCommand(args, io);
+    case 'webhooks':
+      return webhooksCommand(args, io);
     case 'healthcheck': {
       if (args.includes('--help')) {
         io.out(HELP.healthcheck!);

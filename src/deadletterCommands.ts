@@ -1,15 +1,14 @@
 import * as E from 'fp-ts/Either';
 import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
-import { parseManagedSettings } from './config/managed';
 import { safeUrl } from './config/urls';
-import { loadWebhookFiles } from './config/webhookFiles';
-import { configKey, deadLetterStream } from './mapping/keys';
+import { deadLetterStream } from './mapping/keys';
 import { backlogBatch, bodyPoints, readBacklog, type BacklogEntry } from './streams/backlog';
 import { classifyError, classifyResponse } from './streams/answers';
 import { enableWebhook } from './streams/disabledMarks';
 import { rateGate, type RateGate } from './streams/rateGate';
-import { makeSubscriptions, type DeliverySettings, type Subscription } from './streams/subscription';
+import type { DeliverySettings, Subscription } from './streams/subscription';
+import { awaitTurn, storedSubscriptions } from './operatorWebhooks';
 import { webhookClient, type ClientTracing, type WebhookClient } from './streams/webhookClient';
 import { VERSION } from './version';
 
@@ -89,7 +88,7 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
         if (s.settings.maxRequestsPerSecond === undefined) return;
         let g = gates.get(s.index);
         if (g === undefined) gates.set(s.index, (g = rateGate(s.settings.maxRequestsPerSecond)));
-        for (let ms = g.tryStart(Date.now()); ms > 0; ms = g.tryStart(Date.now())) await new Promise((r) => setTimeout(r, ms));
+        await awaitTurn(g);
       };
       const clientOf = (s: Subscription) => {
         let c = clients.get(s.index);
@@ -98,14 +97,7 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
       };
       try {
         const got = await d.withRedis(async (r) => {
-          const raw = await r.get(configKey(a.id));
-          const settings = raw === null ? undefined : parseManagedSettings(raw);
-          if (settings !== undefined && E.isLeft(settings)) throw new Error(`${configKey(a.id)} is invalid: ${settings.left.join('; ')}`);
-          const webhooks = settings?.right.webhooks ?? [];
-          // the webhooks' TLS and OAuth 2.0 files, as the connector reads them (CONTRACT 4.5)
-          const files = loadWebhookFiles(webhooks);
-          if (E.isLeft(files)) throw new Error(`${configKey(a.id)}: ${files.left.join('; ')}`);
-          const subs = makeSubscriptions(webhooks, d.delivery, files.right);
+          const subs = await storedSubscriptions(r, a.id, d.delivery);
           let delivered = 0;
           let failed = 0;
           const enabled = new Set<number>();

@@ -117,6 +117,9 @@ ${calls}
   const ready = [await outbound.GET('/health/ready'), await inbound.GET('/health/ready')];
   const metrics = [await outbound.GET('/metrics', { parseAs: 'text' }), await inbound.GET('/metrics', { parseAs: 'text' })];
   const docs = [await outbound.GET('/openapi.json'), await inbound.GET('/openapi.json')];
+  const asked = await outbound.POST('/api/webhooks/{index}/interrogation', { params: { path: { index: 0 } } });
+  const queued: 'queued' | undefined = asked.data?.state;
+  void queued;
   const status: Array<string | undefined> = [...live, ...ready].map((r) => r.data?.status);
   void metrics; void docs; void status;
   const batch: OutboundWebhooks['dataPointBatch']['post']['requestBody'] = { content: { 'application/json': { datapoints: [{ casdu: 1, ioa: 2, type: 36, value: 1.5, timestamp: 't', source: 's', quality: 'good' }] } } };

@@ -143,6 +143,26 @@ it('a retried and a redriven request are spans of their own, each linked to the 
   expect(hook.requests.map((r) => r.headers.traceparent).sort()).toEqual(clients.map((c) => `00-${c.traceId}-${c.spanId}-01`).sort());
 });
 
+it('a batch of 300 entries gets 300 links (more than the SDK\'s default limit of 128); entries without a context get none; an unreadable context is no link', async () => {
+  const col = await collector();
+  const hook = await h.receiver();
+  await h.outbound('tr-many', [{ url: hook.url }], { ...OTEL(col), Webhooks__BatchWindowMilliseconds: '1000', Webhooks__TimeoutMilliseconds: '10000' });
+  const tp = `00-${hex(16)}-${hex(8)}-01`;
+  const pipe = h.r.client.pipeline();
+  for (let i = 0; i < 302; i++) {
+    const trace = i === 300 ? [] : i === 301 ? ['traceparent', 'not-a-context'] : ['traceparent', tp];
+    pipe.xadd('process:updates', '*', 'casdu', '1', 'ioa', String(i), 'source', 's', 'data', JSON.stringify({ casdu: 1, ioa: i, type: 36, value: i }), ...trace);
+  }
+  const ids = (await pipe.exec())!.map(([, id]) => String(id));
+  await eventually(() => (hook.points().length === 302 ? true : undefined), 20000, 'delivered');
+  const processSpans = await eventually(() => {
+    const p = col.spans().filter((s) => s.kind === CONSUMER);
+    return p.length === hook.delivered().length ? p : undefined;
+  }, 20000, 'a process span per request');
+  const links = processSpans.flatMap((p) => p.links.map((l) => String(l.attributes['messaging.message.id'])));
+  expect(links.sort()).toEqual(ids.slice(0, 300).sort());
+});
+
 it('sampling off adds no stream field and no header, and exports nothing', async () => {
   const col = await collector();
   const hook = await h.receiver();

@@ -42,6 +42,10 @@ export interface Webhook {
   readonly tls?: WebhookTls;
   /** CONTRACT 4.5: the OAuth 2.0 client-credentials grant, in place of a static Authorization header. */
   readonly auth?: { readonly oauth2: OAuth2Settings };
+  /** CONTRACT 4.6: an interrogation once per URL before its first live batch. */
+  readonly initialState?: true;
+  /** CONTRACT 4.6: a periodic interrogation this many seconds after the previous one ended (10 to 86400). */
+  readonly integrityPeriodSeconds?: number;
 }
 
 /** Inclusive ranges of integers; a single value is a range of one. */
@@ -245,6 +249,8 @@ const WebhookCodec = t.intersection([
     maxRequestsPerSecond: positiveNumber,
     tls: TlsCodec,
     auth: t.type({ oauth2: OAuth2Codec }),
+    initialState: t.boolean,
+    integrityPeriodSeconds: intIn(10, 86400),
   }),
 ]);
 
@@ -285,6 +291,8 @@ const withDefaults = (s: t.TypeOf<typeof SettingsCodec>): ManagedSettings => ({
     ...(w.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: w.maxRequestsPerSecond } : {}),
     ...(w.tls !== undefined ? { tls: w.tls } : {}),
     ...(w.auth !== undefined ? { auth: { oauth2: w.auth.oauth2 } } : {}),
+    ...(w.initialState === true ? { initialState: true as const } : {}),
+    ...(w.integrityPeriodSeconds !== undefined ? { integrityPeriodSeconds: w.integrityPeriodSeconds } : {}),
   })),
   mappings: (s.mappings ?? []).map((m) => ({
     name: m.name, topic: m.topic, casdu: m.casdu, ioa: m.ioa, type: m.type,
@@ -379,6 +387,8 @@ export const settingsForLog = (s: ManagedSettings) => ({
     ...(w.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: w.maxRequestsPerSecond } : {}),
     ...(w.tls !== undefined ? { tls: true } : {}),
     ...(w.auth !== undefined ? { auth: 'oauth2' } : {}),
+    ...(w.initialState === true ? { initialState: true } : {}),
+    ...(w.integrityPeriodSeconds !== undefined ? { integrityPeriodSeconds: w.integrityPeriodSeconds } : {}),
   })),
   mappings: s.mappings.length,
 });
@@ -392,6 +402,8 @@ export const webhookFingerprint = (w: Webhook): unknown[] => [
   w.maxRequestsPerSecond ?? null,
   w.tls === undefined ? null : [w.tls.caFile ?? null, w.tls.certFile ?? null, w.tls.keyFile ?? null, w.tls.serverName ?? null],
   w.auth === undefined ? null : Object.entries(w.auth.oauth2).sort(byName),
+  // only when set: a webhook without them keeps the fingerprint (and the 410 mark's digest) it had before they existed
+  ...(w.initialState === true || w.integrityPeriodSeconds !== undefined ? [w.initialState === true, w.integrityPeriodSeconds ?? null] : []),
 ];
 
 /**

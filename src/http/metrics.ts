@@ -60,6 +60,7 @@ export const makeMetrics = (who: MetricsIdentity) => {
     deadLettered: new Counter({ name: 'webhook_deadlettered_total', help: 'Batches put in the webhook backlog, by reason (exhausted, refused, overflow, circuit, disabled)', labelNames: ['webhook', 'host', 'reason'] as const, ...outbound }),
     webhookState: new Gauge({ name: 'webhook_state', help: 'Webhook state: 1 for the current one of healthy, retrying, open, redriving, disabled', labelNames: ['webhook', 'host', 'state'] as const, ...outbound }),
     backlogBatches: new Gauge({ name: 'webhook_backlog_batches', help: 'Batches in the webhook backlog (any reason), as this replica knows them', labelNames: ['webhook', 'host'] as const, ...outbound }),
+    interrogations: new Counter({ name: 'webhook_interrogations_total', help: 'Interrogations completed (CONTRACT 4.6), by cause (interrogation, periodic)', labelNames: ['webhook', 'host', 'cause'] as const, ...outbound }),
     redriven: new Counter({ name: 'webhook_redriven_total', help: 'Backlog batches re-sent, by outcome (delivered, failed)', labelNames: ['webhook', 'host', 'outcome'] as const, ...outbound }),
     deadLetterDropped: new Counter({ name: 'webhook_deadletter_dropped_total', help: 'Backlog batches (any reason) trimmed by Webhooks:DeadLetterMaxLength before they were delivered or replayed', labelNames: ['webhook', 'host'] as const, ...outbound }),
     groupLag: new Gauge({ name: 'stream_group_lag', help: 'Entries of process:updates not yet read by the consumer group', ...outbound }),

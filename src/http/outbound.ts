@@ -5,7 +5,8 @@ import type { Redis } from 'ioredis';
 import { processImageKey } from '../mapping/keys';
 import type { Logger } from 'pino';
 import type { Metrics } from './metrics';
-import { decodePointFilter, imageAddress, scanPattern, type PointFilter } from './outboundQuery';
+import { decodePointFilter, scanPattern } from './outboundQuery';
+import { COLLECT_EVERY, findAddresses, isJsonObjectText, keyOf } from '../streams/image';
 import { parseRawQuery } from './query';
 import { NOT_CONNECTED, sendError, sendJsonText, sendProblem } from './problem';
 
@@ -28,70 +29,11 @@ export interface OutboundDeps {
   readonly collectEvery?: number;
 }
 
-/**
- * Keys Redis looks at per SCAN: small replies (measured on a GET of 1,000,000 points, before
- * `collect` was added: peak RSS growth 106–110 MB with 10000, 61–72 MB with 1000, at about the
- * same speed).
- */
-const SCAN_COUNT = 1000;
 /** Bytes (UTF-16 code units) gathered before a write of a streamed response. */
 const WRITE_BYTES = 1 << 20;
 /** Keys of the first MGET of a streamed GET, and the value bytes each later one aims at. */
 const FIRST_CHUNK = 100;
 const CHUNK_BYTES = 4 << 20;
-/** Keys scanned between two requests for a full collection (see `OutboundDeps.collect`). */
-const COLLECT_EVERY = 200_000;
-
-/**
- * Addresses of the keys matching the filter, as one number each (casdu × 2^24 + ioa: exact, and
- * ordered by casdu, then ioa), sorted and deduplicated (SCAN may repeat a key). Numbers, not key
- * strings, are what memory holds for the length of the response: 8 bytes a point.
- */
-const findAddresses = async (
-  redis: Redis, f: PointFilter, gone: () => boolean, collect: (() => void) | undefined, every: number,
-): Promise<Float64Array | null> => {
-  const pattern = scanPattern(f);
-  // a typed array that doubles as it fills: 8 bytes a point and no boxed numbers
-  let found = new Float64Array(4096);
-  let n = 0;
-  let scanned = 0;
-  let cursor = '0';
-  do {
-    // a client that left gets no more scanning (CONTRACT 6.5): its SCAN would only load Redis
-    if (gone()) return null;
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
-    for (const key of keys) {
-      const addr = imageAddress(key);
-      if (addr < 0) continue;
-      if (n === found.length) {
-        const bigger = new Float64Array(found.length * 2);
-        bigger.set(found);
-        found = bigger;
-      }
-      found[n++] = addr;
-    }
-    if (collect !== undefined && Math.floor((scanned + keys.length) / every) > Math.floor(scanned / every)) collect();
-    scanned += keys.length;
-    cursor = next;
-  } while (cursor !== '0');
-  const sorted = found.subarray(0, n).sort();
-  let unique = 0;
-  for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) sorted[unique++] = sorted[i]!;
-  return sorted.subarray(0, unique);
-};
-
-const IOA_SPAN = 16777216;
-const keyOf = (address: number): string => processImageKey(Math.floor(address / IOA_SPAN), address % IOA_SPAN);
-
-/** A stored value goes out as stored (unknown fields kept) when it is a JSON object. */
-const isJsonObjectText = (text: string): boolean => {
-  try {
-    const v: unknown = JSON.parse(text);
-    return v !== null && typeof v === 'object' && !Array.isArray(v);
-  } catch {
-    return false;
-  }
-};
 
 /**
  * Writes a chunk, waiting for the client to take the previous ones; a client that stops reading
@@ -222,7 +164,7 @@ export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
         sendJsonText(res, 200, ok ? `{"datapoints":[${value}]}` : '{"datapoints":[]}');
         return;
       }
-      addresses = await findAddresses(d.redis, f, () => left || !res.writable, d.collect, collectEvery);
+      addresses = await findAddresses(d.redis, scanPattern(f), () => left || !res.writable, d.collect, collectEvery);
       if (addresses === null) return;
     } catch (err) {
       d.log.warn({ err: (err as Error).message }, 'reading data points failed');
@@ -251,5 +193,23 @@ export const webhooksRoute = (board: () => readonly object[]): DataRoute => ({
   path: '/api/webhooks',
   handler: (_req, res) => {
     sendJsonText(res, 200, JSON.stringify({ webhooks: board() }));
+  },
+});
+
+/**
+ * CONTRACT 4.6: `POST /api/webhooks/{index}/interrogation` — 202 queued (this replica performs it),
+ * 404 for an index that is not configured, 409 while one is queued or running for that webhook.
+ */
+export const interrogationRoute = (ask: (index: number) => 'queued' | 'not_found' | 'busy'): DataRoute => ({
+  method: 'post',
+  path: '/api/webhooks/:index/interrogation',
+  handler: (req, res) => {
+    const m = /^\/api\/webhooks\/([^/?]*)\/interrogation\/?(?:\?|$)/i.exec(req.url ?? '');
+    const raw = m?.[1] ?? '';
+    const index = /^[0-9]{1,9}$/.test(raw) ? Number(raw) : -1;
+    const answer = index < 0 ? 'not_found' : ask(index);
+    if (answer === 'queued') sendJsonText(res, 202, JSON.stringify({ webhook: index, state: 'queued' }));
+    else if (answer === 'busy') sendProblem(res, 409, `an interrogation of webhook ${index} is already queued or running`);
+    else sendProblem(res, 404, `no webhook ${index >= 0 ? index : JSON.stringify(raw.slice(0, 40))} is configured`);
   },
 });

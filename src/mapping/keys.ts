@@ -35,3 +35,9 @@ export const claimLeaseKey = (connectorId: string): string => connector(connecto
 export const redriveLeaseKey = (connectorId: string, index: number): string => connector(connectorId, `redrive-lease:${index}`);
 /** Webhooks that answered 410 Gone (CONTRACT 4.5): webhook key → a digest of the webhook's settings then. */
 export const disabledKey = (connectorId: string): string => connector(connectorId, 'disabled');
+/** Completed `initialState` interrogations (CONTRACT 4.6): webhook URL (as 4.4 compares it) → its `P`. */
+export const interrogatedKey = (connectorId: string): string => connector(connectorId, 'interrogated');
+/** The replica performing webhook `index`'s initial interrogation holds this while it runs. */
+export const interrogationLockKey = (connectorId: string, index: number): string => connector(connectorId, `interrogation-lock:${index}`);
+/** Webhook `index`'s integrity period (CONTRACT 4.6): held by the replica whose periodic interrogation runs or ran last; it expires when the next is due. */
+export const periodicKey = (connectorId: string, index: number): string => connector(connectorId, `periodic:${index}`);

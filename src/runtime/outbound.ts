@@ -1,5 +1,5 @@
 import { catchError, concat, defer, EMPTY, exhaustMap, from, ignoreElements, interval, merge, mergeMap, type Observable, retry, tap, timer } from 'rxjs';
-import { outboundRoutes, webhooksRoute } from '../http/outbound';
+import { interrogationRoute, outboundRoutes, webhooksRoute } from '../http/outbound';
 import { outboundOpenApi } from '../http/openapi/outbound';
 import { groupName } from '../mapping/keys';
 import { redisBacklog } from '../streams/backlog';
@@ -14,17 +14,19 @@ import { readUpdates$ } from '../streams/reader';
 import { redisStreamPort } from '../streams/redisPort';
 import { deliveryDefaults, makeSubscriptions, type Subscription } from '../streams/subscription';
 import { webhookClient } from '../streams/webhookClient';
+import type { InterrogationEvent } from '../streams/interrogation';
 import { VERSION } from '../version';
 import { incrementalCollector } from './collector';
 import type { Background, ConnectorContext, ConnectorParts } from './connector';
 import { connectDatastore } from './datastore';
 import { pushObserver } from './pushObserver';
 import { laneObserver, makeStatusBoard, type WebhookStatus } from './webhookStatus';
+import { makeInterrogations, type Interrogations } from './interrogations';
 
 const LOSS_CHECK_MS = 5000;
 
 /** The push side, wired: per subscription a client, a backlog, an observer and a lane; then the reader and the pipeline. */
-const startPush = (ctx: ConnectorContext, subscriptions: readonly Subscription[], board: WebhookStatus[]): Background => {
+const startPush = (ctx: ConnectorContext, subscriptions: readonly Subscription[], board: WebhookStatus[], interrogations: Interrogations): Background => {
   const { startup, metrics } = ctx;
   const log = ctx.log.child({ component: 'push' });
   const retryMs = Math.round(startup.datastore.connectionRetrySeconds * 1000);
@@ -46,7 +48,9 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly Subscription[]
       onWriteError: (err) => observe.writeFailed('backlog', err),
       onDropped: (item) => observe.backlogDropped(s, item),
     });
-    const observer = laneObserver(s, { log, metrics, board, backlogSize: () => backlog.size() });
+    const status = laneObserver(s, { log, metrics, board, backlogSize: () => backlog.size() });
+    // CONTRACT 4.6: what the lane says of interrogations also ends a queued or running one (409 no more)
+    const observer = { ...status, interrogation: (e: InterrogationEvent) => (status.interrogation?.(e), interrogations.event(s.index, e)) };
     // CONTRACT 9: with tracing on, a span per request linked to its entries, and traceparent sent
     const traced = ctx.tracing === undefined ? undefined : { tracing: ctx.tracing, group };
     return { s, backlog, observer, client: webhookClient(s, `rest-connectors/${VERSION}`, Date.now, traced) };
@@ -101,9 +105,10 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly Subscription[]
       maxSize: startup.webhooks.batchMaxSize,
       lane: (s) => {
         const w = webhooks[s.index]!;
+        const initial = interrogations.initial(s);
         return webhookLane({
           subscription: s, post: w.client.post, backoff: exponentialBackoff(), backlog: w.backlog, observer: w.observer,
-          disabled: marks.mark(s), initiallyDisabled: disabled.has(s.key),
+          disabled: marks.mark(s), initiallyDisabled: disabled.has(s.key), interrogations: interrogations.asks(s), ...(initial !== undefined ? { initial } : {}),
         });
       },
       state: {
@@ -137,12 +142,14 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly Subscription[]
   // the backlogs once at the start too, without holding up the stream's reading
   const monitor = merge(scanBacklogs$, interval(LOSS_CHECK_MS).pipe(exhaustMap(() => merge(checkLoss$, scanBacklogs$)))).subscribe();
   observe.started(startup.datastore.consumerName, subscriptions.length);
+  interrogations.start();
 
   return {
     failed,
     stop: async (deadline) => {
       stopping = true;
       monitor.unsubscribe();
+      interrogations.stop();
       let timer: NodeJS.Timeout | undefined;
       // CONTRACT 4.3: at most StopTimeoutMilliseconds, within the connector's whole stop.
       const waitMs = Math.max(0, Math.min(deadline, Date.now() + startup.webhooks.stopTimeoutMilliseconds) - Date.now());
@@ -161,6 +168,12 @@ export const buildOutbound = (ctx: ConnectorContext): ConnectorParts => {
   // every webhook's settings, the process defaults merged in once
   const subscriptions = makeSubscriptions(ctx.settings.webhooks, deliveryDefaults(ctx.startup.webhooks), ctx.webhookFiles);
   const board = makeStatusBoard(subscriptions);
+  const collect = incrementalCollector();
+  const interrogations = makeInterrogations({
+    redis: ctx.datastore.client, connectorId: ctx.startup.id, consumer: ctx.startup.datastore.consumerName, maxSize: ctx.startup.webhooks.batchMaxSize,
+    collect, retryMs: Math.round(ctx.startup.datastore.connectionRetrySeconds * 1000),
+    onError: (what, err) => ctx.log.warn({ component: 'push', err: err.message }, `${what} failed; trying again`),
+  }, subscriptions);
   return {
     dataRoutes: [
       ...outboundRoutes({
@@ -169,12 +182,13 @@ export const buildOutbound = (ctx: ConnectorContext): ConnectorParts => {
         log: ctx.log.child({ component: 'pull' }),
         metrics: ctx.metrics,
         writeTimeoutMs: ctx.startup.http.requestTimeoutMilliseconds,
-        collect: incrementalCollector(),
+        collect,
       }),
       webhooksRoute(() => board),
+      interrogationRoute(interrogations.request),
     ],
     openapi: outboundOpenApi,
     // CONTRACT 2: an inactive outbound connector neither reads nor acknowledges the stream.
-    ...(ctx.settings.isActive ? { start: () => startPush(ctx, subscriptions, board) } : {}),
+    ...(ctx.settings.isActive ? { start: () => startPush(ctx, subscriptions, board, interrogations) } : {}),
   };
 };

@@ -5,6 +5,7 @@ import type { WeightedSeries } from '../http/weightedHistogram';
 import type { BacklogReason } from '../streams/backlog';
 import type { AttemptResult } from '../streams/answers';
 import type { LaneObserver, LaneStatus, WebhookState } from '../streams/deliver';
+import type { InterrogationCause } from '../streams/interrogation';
 import type { Subscription } from '../streams/subscription';
 import type { Logger } from './logger';
 
@@ -25,6 +26,11 @@ export interface WebhookStatus {
   readonly maxRequestsPerSecond: number | null;
   readonly tls: boolean;
   readonly auth: 'oauth2' | null;
+  /** CONTRACT 4.6: the interrogation settings, the one running (`sent` counts points answered 2xx), the last completed here. */
+  readonly initialState: boolean;
+  readonly integrityPeriodSeconds: number | null;
+  interrogation: { cause: InterrogationCause; startedAt: string; sent: number } | null;
+  lastInterrogationAt: string | null;
 }
 
 export const STATES: readonly WebhookState[] = ['healthy', 'retrying', 'open', 'redriving', 'disabled'];
@@ -38,6 +44,10 @@ export const makeStatusBoard = (subscriptions: readonly Subscription[]): Webhook
     maxRequestsPerSecond: w.maxRequestsPerSecond ?? null,
     tls: w.tls !== undefined,
     auth: w.auth !== undefined ? 'oauth2' : null,
+    initialState: w.initialState === true,
+    integrityPeriodSeconds: w.integrityPeriodSeconds ?? null,
+    interrogation: null,
+    lastInterrogationAt: null,
   }));
 
 /** A stream ID's time: the milliseconds before its `-`. */
@@ -72,8 +82,9 @@ const runsOf = (ids: readonly string[]): ReadonlyArray<readonly [number, number]
   return r;
 };
 
-/** A redriven backlog entry: as many observations as points it held, each from its first entry's time. */
+/** A redriven backlog entry: as many observations as points it held, each from its first entry's time (none for an interrogation's request). */
 const observeBacklogLag = (h: WeightedSeries, webhookId: string, body: string, at: number): void => {
+  if (!/^[0-9]+-[0-9]+_/.test(webhookId)) return;
   let points = 0;
   try {
     const parsed = JSON.parse(body) as { datapoints?: unknown };
@@ -111,6 +122,7 @@ export const laneObserver = (
   const queueGauge = metrics.queueDepth.labels(labels);
   const attemptCounters = new Map<string, { inc(): void }>();
   const deliveryCounters = new Map<string, { inc(): void }>();
+  const interrogationCounters = new Map<string, { inc(): void }>();
   const counter = (cache: Map<string, { inc(): void }>, make: (value: string) => { inc(): void }, value: string) => {
     let c = cache.get(value);
     if (c === undefined) cache.set(value, (c = make(value)));
@@ -167,6 +179,30 @@ export const laneObserver = (
       queueGauge.set(d);
     },
     status: setState,
+    interrogation: (e) => {
+      switch (e.kind) {
+        case 'started':
+          status.interrogation = { cause: e.cause, startedAt: now().toISOString(), sent: 0 };
+          log.info({ webhook: index, host, cause: e.cause }, 'interrogation started');
+          break;
+        case 'sent':
+          if (status.interrogation !== null) status.interrogation.sent += e.points;
+          break;
+        case 'completed':
+          log.info({ webhook: index, host, cause: e.cause, requests: e.requests, points: status.interrogation?.sent ?? 0 }, 'interrogation completed');
+          status.interrogation = null;
+          status.lastInterrogationAt = now().toISOString();
+          counter(interrogationCounters, (cause) => metrics.interrogations.labels({ ...labels, cause }), e.cause).inc();
+          break;
+        case 'skipped':
+          status.interrogation = null;
+          break;
+        case 'failed':
+          log.warn({ webhook: index, host, cause: e.cause, err: e.error }, 'interrogation failed; it is begun again');
+          status.interrogation = null;
+          break;
+      }
+    },
     redriven: (webhookId, delivered, reason, batch) => {
       metrics.redriven.inc({ ...labels, outcome: delivered ? 'delivered' : 'failed' });
       // a backlog entry knows its first entry's ID, not each one's: every point it held counts from that

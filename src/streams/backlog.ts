@@ -122,12 +122,26 @@ export const decodeBacklogEntry = (id: string, fields: readonly string[]): Backl
   };
 };
 
-/** Oldest first, by the batch's first stream ID (invariant 2); entries without one last. */
+const INTERROGATION_ID = /^[gp]i-([0-9]+-[0-9]+)-([0-9]+)$/;
+
+/**
+ * A batch's place in stream order: its first stream ID; an interrogation's request (CONTRACT 4.6,
+ * `gi-{P}-{k}`) sits just after the batches that begin at or before its `P` (the image holds their
+ * effect), in `k` order.
+ */
+const placeOf = (webhookId: string): readonly [string, number, number] | undefined => {
+  const m = INTERROGATION_ID.exec(webhookId);
+  if (m !== null) return [m[1]!, 1, Number(m[2])];
+  const first = firstOf(webhookId);
+  return isStreamId(first) ? [first, 0, 0] : undefined;
+};
+
+/** Oldest first, by the batch's place in stream order (invariant 2); entries without one last. */
 export const byStreamOrder = (a: BacklogItem, b: BacklogItem): number => {
-  const fa = firstOf(a.webhookId);
-  const fb = firstOf(b.webhookId);
-  if (!isStreamId(fa) || !isStreamId(fb)) return isStreamId(fa) ? -1 : isStreamId(fb) ? 1 : compareIds(a.id, b.id);
-  return compareIds(fa, fb) || compareIds(a.id, b.id);
+  const pa = placeOf(a.webhookId);
+  const pb = placeOf(b.webhookId);
+  if (pa === undefined || pb === undefined) return pa !== undefined ? -1 : pb !== undefined ? 1 : compareIds(a.id, b.id);
+  return compareIds(pa[0], pb[0]) || pa[1] - pb[1] || pa[2] - pb[2] || compareIds(a.id, b.id);
 };
 
 export interface RedisBacklogOptions {

@@ -1,6 +1,6 @@
 import {
-  asyncScheduler, catchError, concat, defer, EMPTY, finalize, from, ignoreElements, last, map, merge, mergeMap, type Observable, of, retry, type SchedulerLike,
-  Subject, take, takeUntil, timer,
+  AsyncSubject, asyncScheduler, catchError, concat, defer, EMPTY, finalize, from, ignoreElements, last, map, merge, mergeMap, type Observable, of, retry,
+  type SchedulerLike, Subject, take, takeUntil, tap, timer,
 } from 'rxjs';
 import type { Batch } from './batches';
 import { backlogBatch, type BacklogItem, type BacklogReason, type LaneBacklog } from './backlog';
@@ -9,6 +9,7 @@ import type { WebhookState } from './laneState';
 import { makeLimiter } from './limiter';
 import { rateGate } from './rateGate';
 import type { Subscription } from './subscription';
+import { pullEach, type Interrogation, type InterrogationEvent } from './interrogation';
 import { classifyError, classifyResponse, type AttemptResult, type PostBatch, type WebhookResponse } from './answers';
 
 /**
@@ -34,6 +35,8 @@ export interface LaneObserver {
   status(s: LaneStatus): void;
   /** A backlog entry redriven (or probed): delivered, or failed again; `batch` as it was sent. */
   redriven(webhookId: string, delivered: boolean, reason?: string, batch?: Batch): void;
+  /** An interrogation began, sent points, completed or failed (CONTRACT 4.6). */
+  interrogation?(e: InterrogationEvent): void;
 }
 
 export interface LaneStatus {
@@ -72,6 +75,9 @@ export interface LaneOptions {
   readonly backlog: LaneBacklog;
   readonly observer: LaneObserver;
   readonly scheduler?: SchedulerLike;
+  /** CONTRACT 4.6: an interrogation before any live batch (`initialState`), and the ones asked for later. */
+  readonly initial?: Interrogation;
+  readonly interrogations?: Observable<Interrogation>;
 }
 
 /**
@@ -298,33 +304,98 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
       return concat(next$.pipe(ignoreElements()), defer(step));
     }).pipe(takeUntil(done$), ignoreElements());
 
+    /**
+     * A batch (a live one, its part, or an interrogation's request) as its arrival says
+     * (invariants 1–4); a live batch after the interrogations asked for before it (10), an
+     * interrogation's own request (`inOrder` false) at once.
+     */
+    const handle$ = (batch: Batch, part: Batch | null, done: boolean, inOrder = true): Observable<LaneResult> => {
+      const [next, arrival] = L.arrive(state, settings, part === null || done);
+      state = next;
+      switch (arrival.kind) {
+        case 'skip':
+          return of(result(batch, 'skipped'));
+        case 'backlog':
+          return toBacklog$(part!, arrival.reason, arrival.error, 0).pipe(map(asBatch(batch)));
+        case 'live': {
+          o.observer.queueDepth(state.depth);
+          const work$ = live$(part!).pipe(
+            map(asBatch(batch)),
+            finalize(() => {
+              state = L.liveFinished(state);
+              o.observer.queueDepth(state.depth);
+            }),
+          );
+          return inOrder ? afterGate(work$) : work$;
+        }
+      }
+    };
+
+    // --- interrogations (CONTRACT 4.6) --------------------------------------------------------
+
+    /**
+     * Invariant 10 (the order of an interrogation): a batch that arrives after an interrogation
+     * was asked for waits until that interrogation ended (every request 2xx or in the backlog);
+     * an interrogation begins once every batch that arrived before it was asked for has been
+     * given its turn (first attempts in arrival order, through the one request limiter). `order`
+     * is the end of the last interrogation asked for, or null when none is under way.
+     */
+    let order: AsyncSubject<true> | null = null;
+    const afterGate = <A>(work: Observable<A>): Observable<A> => {
+      const g = order;
+      return g === null ? work : g.pipe(mergeMap(() => work));
+    };
+    const observe = (e: InterrogationEvent) => o.observer.interrogation?.(e);
+    /** One run: its requests pulled `maxInFlight` at a time, each handled as a batch; begun again (a new P) after a failure. */
+    const run$ = (g: Interrogation): Observable<never> =>
+      defer(() => {
+        const run = g.begin();
+        let requests = 0;
+        let ended = false;
+        observe({ kind: 'started', cause: g.cause });
+        const request$ = (b: Batch) => {
+          requests++;
+          return handle$(b, b, false, false).pipe(tap((r) => r.outcome === 'delivered' && observe({ kind: 'sent', points: b.size })));
+        };
+        return concat(pullEach(() => run.next(), settings.maxInFlight, request$), defer(() => run.completed()).pipe(ignoreElements())).pipe(
+          tap({ complete: () => ((ended = true), observe(run.skipped?.() === true ? { kind: 'skipped' } : { kind: 'completed', cause: g.cause, requests })) }),
+          finalize(() => ended || run.cancel()),
+          catchError((err: unknown) => {
+            ended = true;
+            run.cancel();
+            observe({ kind: 'failed', cause: g.cause, error: err instanceof Error ? err.message : String(err) });
+            return timer(settings.probeIntervalMs, scheduler).pipe(mergeMap(() => run$(g)));
+          }),
+        );
+      }) as Observable<never>;
+    const asked = (g: Interrogation): Observable<LaneResult> => {
+      const before = order;
+      const ended = new AsyncSubject<true>();
+      order = ended;
+      // released when it ended, not when the lane is unsubscribed (a stop): what waits behind it then is never sent
+      const work$ = run$(g).pipe(tap({ complete: () => {
+        if (order === ended) order = null;
+        ended.next(true);
+        ended.complete();
+      } }));
+      return before === null ? work$ : before.pipe(mergeMap(() => work$));
+    };
+
     const { key } = o.subscription;
     /** The batch's result, for the batch the pipeline gave (the part sent may be another object). */
     const asBatch = (batch: Batch) => (r: LaneResult): LaneResult => (r.batch === batch ? r : { ...r, batch });
-    const lane$ = batches$.pipe(
-      mergeMap((batch) => {
+    const batchesEnded$ = new Subject<void>();
+    // the initial interrogation is asked for before the first batch can arrive
+    const initial$ = o.initial === undefined ? EMPTY : asked(o.initial);
+    const lane$ = merge(
+      initial$,
+      (o.interrogations ?? EMPTY).pipe(takeUntil(batchesEnded$), mergeMap(asked)),
+      batches$.pipe(
+        finalize(() => batchesEnded$.next()),
         // a filtered webhook gets its part of the batch, or nothing (CONTRACT 4.5)
-        const part = batch.parts?.has(key) === true ? batch.parts.get(key)! : batch;
-        const [next, arrival] = L.arrive(state, settings, part === null || batch.done.has(key));
-        state = next;
-        switch (arrival.kind) {
-          case 'skip':
-            return of(result(batch, 'skipped'));
-          case 'backlog':
-            return toBacklog$(part!, arrival.reason, arrival.error, 0).pipe(map(asBatch(batch)));
-          case 'live':
-            o.observer.queueDepth(state.depth);
-            return live$(part!).pipe(
-              map(asBatch(batch)),
-              finalize(() => {
-                state = L.liveFinished(state);
-                o.observer.queueDepth(state.depth);
-              }),
-            );
-        }
-      }),
-      finalize(() => done$.next()),
-    );
+        mergeMap((batch) => handle$(batch, batch.parts?.has(key) === true ? batch.parts.get(key)! : batch, batch.done.has(key))),
+      ),
+    ).pipe(finalize(() => done$.next()));
     report();
     return merge(lane$, redrive$) as Observable<LaneResult>;
   });

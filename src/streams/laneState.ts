@@ -28,6 +28,12 @@ import { REDRIVABLE, type BacklogReason } from './backlog';
  *    backlog as `disabled`, nothing is sent — no attempt, probe or redrive — until it is enabled
  *    again (its configuration changed, or an operator's replay to it succeeded); then its backlog
  *    is redriven as after any outage. Disabled is the state shown, before any other.
+ * 10. An interrogation (CONTRACT 4.6) takes its place in the order: the batches that arrived before
+ *    it was asked for get their first attempts first; a batch that arrives after it waits until
+ *    every request of it was answered 2xx or put in the backlog; its own requests are batches to
+ *    every rule above. The lane keeps this with one gate per interrogation (`deliver.ts`; its rows
+ *    are in test/streams.interrogation.marbles.test.ts); in the backlog, its requests sit after the
+ *    batches that begin at or before its `P` (`byStreamOrder`).
  */
 export interface LaneSettings {
   /** Batches accepted and not yet finished; beyond it a batch goes to the backlog at once. */

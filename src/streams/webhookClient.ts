@@ -49,6 +49,12 @@ export interface WebhookClient {
   close(): void;
 }
 
+/** CONTRACT 9: spans for each request, when tracing is on; `group` is the consumer group that read the entries. */
+export interface ClientTracing {
+  readonly tracing: Tracing;
+  readonly group: string;
+}
+
 /**
  * A subscription's own client (CONTRACT 4.2, 6.5): axios on keep-alive agents of its own (a
  * webhook's connections, and later its TLS settings, are its own), one request per attempt.
@@ -59,12 +65,6 @@ export interface WebhookClient {
  * counts. Aborted when the subscriber unsubscribes (graceful-stop deadline). Any HTTP status is an
  * answer (the lane classifies it); redirects are not followed, so a 3xx is an answer too.
  */
-/** CONTRACT 9: spans for each request, when tracing is on; `group` is the consumer group that read the entries. */
-export interface ClientTracing {
-  readonly tracing: Tracing;
-  readonly group: string;
-}
-
 export const webhookClient = (
   sub: Pick<Subscription, 'index' | 'webhook' | 'settings' | 'files'>, userAgent: string, now: () => number = Date.now, traced?: ClientTracing,
 ): WebhookClient => {

@@ -28,6 +28,23 @@ export const outboundOpenApi: OpenApiPart = {
         },
       },
     },
+    '/api/webhooks/{index}/interrogation': {
+      post: {
+        operationId: 'interrogateWebhook',
+        summary: 'Send one webhook the current process image (its filter applied), in its order before the batches read after this request',
+        parameters: [{ name: 'index', in: 'path', required: true, schema: { type: 'integer', minimum: 0 }, description: 'the webhook\'s index in the configuration' }],
+        responses: {
+          '202': {
+            description: 'queued: this replica performs it',
+            content: { 'application/json': { schema: { type: 'object', required: ['webhook', 'state'], properties: { webhook: { type: 'integer' }, state: { type: 'string', enum: ['queued'] } } } } },
+          },
+          '401': problem('API keys are configured and none valid was given'),
+          '404': problem('no webhook has this index'),
+          '409': problem('an interrogation of this webhook is already queued or running'),
+          '503': problem('connector inactive'),
+        },
+      },
+    },
     '/api/datapoints': {
       get: {
         operationId: 'getDataPoints',
@@ -53,7 +70,10 @@ export const outboundOpenApi: OpenApiPart = {
         description:
           'One request per batch per webhook, with the webhook\'s configured headers. De-duplicate by webhook-id: it is the same on every retry, for every webhook, and after a restart.',
         parameters: [
-          { name: 'webhook-id', in: 'header', required: true, schema: { type: 'string', pattern: '^[0-9]+-[0-9]+_[0-9]+-[0-9]+$' }, description: '{first}_{last}: stream IDs of the batch\'s first and last entries' },
+          {
+            name: 'webhook-id', in: 'header', required: true, schema: { type: 'string', pattern: '^((r-)?[0-9]+-[0-9]+_[0-9]+-[0-9]+|[gp]i-[0-9]+-[0-9]+-[0-9]+)$' },
+            description: '{first}_{last}: stream IDs of the batch\'s first and last entries; r-{first}_{last} for a resend; gi-{P}-{k} (pi- when periodic) for request k of an interrogation of the image as of stream ID P',
+          },
           { name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'string', pattern: '^[0-9]+$' }, description: 'Unix seconds when this attempt was sent' },
           { name: 'webhook-signature', in: 'header', required: false, schema: { type: 'string' }, description: 'with a secret: space-separated `v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>`, one per secret' },
           { name: 'User-Agent', in: 'header', required: true, schema: { type: 'string', pattern: '^rest-connectors/' } },
@@ -79,7 +99,7 @@ export const outboundOpenApi: OpenApiPart = {
             type: 'object',
             required: [
               'index', 'host', 'state', 'consecutiveFailures', 'lastSuccessAt', 'lastFailureAt', 'lastError', 'inFlight', 'queued', 'backlog',
-              'filter', 'maxRequestsPerSecond', 'tls', 'auth',
+              'filter', 'maxRequestsPerSecond', 'tls', 'auth', 'initialState', 'integrityPeriodSeconds', 'interrogation', 'lastInterrogationAt',
             ],
             properties: {
               index: { type: 'integer', minimum: 0 },
@@ -99,12 +119,26 @@ export const outboundOpenApi: OpenApiPart = {
               maxRequestsPerSecond: { type: ['number', 'null'], description: 'its rate cap (null: none)' },
               tls: { type: 'boolean', description: 'whether it has TLS settings of its own (never their contents)' },
               auth: { type: ['string', 'null'], enum: ['oauth2', null], description: 'how it authenticates beyond static headers' },
+              initialState: { type: 'boolean', description: 'whether it gets the process image before its first live batch' },
+              integrityPeriodSeconds: { type: ['integer', 'null'], description: 'the period of its periodic interrogations (null: none)' },
+              interrogation: {
+                type: ['object', 'null'], description: 'the interrogation running on this replica (null: none)',
+                required: ['cause', 'startedAt', 'sent'],
+                properties: { cause: { type: 'string', enum: ['interrogation', 'periodic'] }, startedAt: { type: 'string', format: 'date-time' }, sent: { type: 'integer', minimum: 0, description: 'points answered 2xx so far' } },
+              },
+              lastInterrogationAt: { type: ['string', 'null'], format: 'date-time', description: 'when this replica last completed one' },
             },
           },
         },
       },
     },
     DataPoint: dataPointSchema,
-    DataPointList: { type: 'object', required: ['datapoints'], properties: { datapoints: { type: 'array', items: { $ref: '#/components/schemas/DataPoint' } } } },
+    DataPointList: {
+      type: 'object', required: ['datapoints'],
+      properties: {
+        datapoints: { type: 'array', items: { $ref: '#/components/schemas/DataPoint' } },
+        cause: { type: 'string', enum: ['interrogation', 'periodic', 'resend'], description: 'in a webhook request: why it was sent (absent: a live batch)' },
+      },
+    },
   },
 };

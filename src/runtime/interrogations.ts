@@ -1,0 +1,240 @@
+import type { Redis } from 'ioredis';
+import { defer, Observable, type Observer } from 'rxjs';
+import { safeUrl } from '../config/urls';
+import { interrogatedKey, interrogationLockKey, periodicKey, UPDATES_STREAM } from '../mapping/keys';
+import { imageReader, type ImageReader } from '../streams/image';
+import { interrogationBatch, type Interrogation, type InterrogationCause, type InterrogationEvent, type InterrogationRun } from '../streams/interrogation';
+import type { Subscription } from '../streams/subscription';
+
+/**
+ * CONTRACT 4.6, the edge of interrogations: when each one is asked for (`initialState` at start,
+ * `integrityPeriodSeconds`, `POST /api/webhooks/{index}/interrogation`), what Redis remembers of
+ * them, and how a run reads the image. The lanes decide the order (invariant 10).
+ */
+export interface InterrogationDeps {
+  readonly redis: Redis;
+  readonly connectorId: string;
+  /** This replica's consumer name: what it writes into the keys it holds. */
+  readonly consumer: string;
+  readonly maxSize: number;
+  readonly collect?: (() => void) | undefined;
+  /** Told of a Redis failure of a timer (it is tried again after `retryMs`). */
+  readonly onError: (what: string, err: Error) => void;
+  readonly retryMs: number;
+  readonly now?: () => number;
+}
+
+/** How long the initial interrogation's lock lives without renewal (it is renewed every third of it). */
+export const LOCK_MS = 30_000;
+/** How often a replica waiting for another's initial interrogation looks again. */
+const WAIT_MS = 500;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The ID of the newest entry of process:updates, `0-0` for an empty or missing stream: the run's `P`. */
+const newestId = async (redis: Redis): Promise<string> => {
+  const [newest] = (await redis.xrevrange(UPDATES_STREAM, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
+  return newest?.[0] ?? '0-0';
+};
+
+/** Deletes a key only when this replica holds it. */
+const RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+/** Sets a key's time to live only when this replica holds it. */
+const RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
+
+interface Hooks {
+  /** Before reading: 'skip' when there is nothing to do. */
+  readonly before?: () => Promise<'go' | 'skip'>;
+  /** After every request ended. */
+  readonly after?: (p: string) => Promise<void>;
+  /** Cut short or failed. */
+  readonly cancelled?: () => void;
+}
+
+/** An interrogation of `s` whose runs read the image as it is when each begins. */
+const imageInterrogation = (d: InterrogationDeps, s: Subscription, cause: InterrogationCause, hooks: Hooks = {}): Interrogation => ({
+  cause,
+  begin: (): InterrogationRun => {
+    let reader: ImageReader | undefined;
+    let p = '0-0';
+    let k = 0;
+    let skipped = false;
+    let cancelled = false;
+    return {
+      next: () =>
+        defer(async () => {
+          if (reader === undefined) {
+            if (hooks.before !== undefined && (await hooks.before()) === 'skip') {
+              skipped = true;
+              return null;
+            }
+            if (cancelled) return null;
+            p = await newestId(d.redis);
+            reader = imageReader(d.redis, s.webhook.filter, d.maxSize, d.collect);
+          }
+          const points = await reader.next();
+          return points === null ? null : interrogationBatch(cause, p, ++k, points);
+        }),
+      completed: () => defer(async () => (skipped ? undefined : hooks.after?.(p))),
+      cancel: () => {
+        cancelled = true;
+        reader?.cancel();
+        hooks.cancelled?.();
+      },
+      skipped: () => skipped,
+    };
+  },
+});
+
+/** A queue of interrogations for one lane: what is asked before the lane listens waits for it. */
+const mailbox = () => {
+  const waiting: Interrogation[] = [];
+  let listener: Observer<Interrogation> | undefined;
+  return {
+    post: (g: Interrogation) => (listener !== undefined ? listener.next(g) : waiting.push(g)),
+    asks: new Observable<Interrogation>((sub) => {
+      for (const g of waiting.splice(0)) sub.next(g);
+      listener = sub;
+      return () => {
+        if (listener === sub) listener = undefined;
+      };
+    }),
+  };
+};
+
+export interface Interrogations {
+  /** The initial interrogation of a webhook with `initialState`, for its lane to begin with. */
+  initial(s: Subscription): Interrogation | undefined;
+  /** The interrogations asked of a webhook later (periodic ones, requested ones). */
+  asks(s: Subscription): Observable<Interrogation>;
+  /** `POST /api/webhooks/{index}/interrogation`: queued, or refused while one is queued or running. */
+  request(index: number): 'queued' | 'not_found' | 'busy';
+  /** What the lane said of an interrogation of webhook `index` (a queued or running one ended, or not). */
+  event(index: number, e: InterrogationEvent): void;
+  /** Starts the integrity periods' timers (replicas agree in Redis on who performs each). */
+  start(): void;
+  stop(): void;
+}
+
+export const makeInterrogations = (d: InterrogationDeps, subscriptions: readonly Subscription[]): Interrogations => {
+  const boxes = subscriptions.map(() => mailbox());
+  /** Interrogations of each webhook asked for and not yet ended (completed or skipped). */
+  const busy = subscriptions.map(() => 0);
+  const timers = new Set<NodeJS.Timeout>();
+  let stopped = false;
+  const later = (ms: number, fn: () => void) => {
+    if (stopped) return;
+    const t = setTimeout(() => {
+      timers.delete(t);
+      fn();
+    }, ms);
+    timers.add(t);
+  };
+  /** Renews a key this replica holds every third of `ms`, until the returned function is called. */
+  const renewing = (key: string, ms: number): (() => void) => {
+    const t = setInterval(() => void d.redis.eval(RENEW, 1, key, d.consumer, String(ms)).catch((err: Error) => d.onError('renewing an interrogation key', err)), Math.max(1000, ms / 3));
+    return () => clearInterval(t);
+  };
+
+  const initialOf = (s: Subscription): Interrogation => {
+    const field = safeUrl(s.webhook.url);
+    const lock = interrogationLockKey(d.connectorId, s.index);
+    let stopRenew: (() => void) | undefined;
+    const release = () => {
+      stopRenew?.();
+      stopRenew = undefined;
+      void d.redis.eval(RELEASE, 1, lock, d.consumer).catch(() => undefined);
+    };
+    return imageInterrogation(d, s, 'interrogation', {
+      // once per URL and connector Id: done already (here, before a restart, or by a replica), or
+      // under way on a replica (wait for it: its image goes first), or ours to do
+      before: async () => {
+        for (;;) {
+          if ((await d.redis.hexists(interrogatedKey(d.connectorId), field)) === 1) return 'skip';
+          if ((await d.redis.set(lock, d.consumer, 'PX', LOCK_MS, 'NX')) === 'OK') {
+            stopRenew = renewing(lock, LOCK_MS);
+            return 'go';
+          }
+          if (stopped) return 'skip';
+          await sleep(WAIT_MS);
+        }
+      },
+      after: async (p) => {
+        await d.redis.hset(interrogatedKey(d.connectorId), field, p);
+        release();
+      },
+      cancelled: release,
+    });
+  };
+
+  const periodicOf = (s: Subscription, periodMs: number): Interrogation => {
+    const key = periodicKey(d.connectorId, s.index);
+    let stopRenew: (() => void) | undefined;
+    return imageInterrogation(d, s, 'periodic', {
+      before: async () => {
+        stopRenew ??= renewing(key, periodMs);
+        return 'go';
+      },
+      // the next one is due one period after this one ended, on whichever replica claims it first
+      after: async () => {
+        stopRenew?.();
+        stopRenew = undefined;
+        await d.redis.set(key, d.consumer, 'PX', periodMs);
+        later(periodMs, () => due(s, periodMs));
+      },
+      cancelled: () => {
+        stopRenew?.();
+        stopRenew = undefined;
+      },
+    });
+  };
+
+  /** A period is up: this replica performs it if it claims the key, else looks again when the key expires. */
+  const due = (s: Subscription, periodMs: number): void => {
+    if (stopped) return;
+    const key = periodicKey(d.connectorId, s.index);
+    void (async () => {
+      if ((await d.redis.set(key, d.consumer, 'PX', periodMs, 'NX')) === 'OK') {
+        busy[s.index]!++;
+        boxes[s.index]!.post(periodicOf(s, periodMs));
+        return;
+      }
+      const ttl = await d.redis.pttl(key);
+      later(ttl > 0 ? ttl + 50 : periodMs, () => due(s, periodMs));
+    })().catch((err: Error) => {
+      d.onError('claiming a periodic interrogation', err);
+      later(d.retryMs, () => due(s, periodMs));
+    });
+  };
+
+  return {
+    initial: (s) => {
+      if (s.webhook.initialState !== true) return undefined;
+      busy[s.index]!++;
+      return initialOf(s);
+    },
+    asks: (s) => boxes[s.index]!.asks,
+    request: (index) => {
+      const s = subscriptions[index];
+      if (s === undefined) return 'not_found';
+      if (busy[index]! > 0) return 'busy';
+      busy[index]!++;
+      boxes[index]!.post(imageInterrogation(d, s, 'interrogation'));
+      return 'queued';
+    },
+    event: (index, e) => {
+      if (e.kind === 'completed' || e.kind === 'skipped') busy[index] = Math.max(0, busy[index]! - 1);
+    },
+    start: () => {
+      for (const s of subscriptions) {
+        const seconds = s.webhook.integrityPeriodSeconds;
+        if (seconds !== undefined) later(seconds * 1000, () => due(s, seconds * 1000));
+      }
+    },
+    stop: () => {
+      stopped = true;
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+    },
+  };
+};
