@@ -27,6 +27,10 @@
  * a timeout" when the receiver answered its first copy only after the connector had given up on it).
  * The filtered receiver is counted against its subset: "produced" is what its filter matches, and
  * points outside it are counted (`outsideFilter`, which must be 0).
+ * A fifth receiver, "late", is added to the configuration a third into the faults (CONTRACT 4.6:
+ * `initialState`, `integrityPeriodSeconds` 10): it applies every request (first copy of each
+ * webhook-id) in arrival order and must end holding the process image exactly (`imageMismatches`
+ * 0), besides losing nothing from the first seq it got on.
  * Exit status 0 when lost, duplicates after de-duplication, ids with two contents and points
  * outside a filter are 0 everywhere, the healthy receiver's raw duplicates all follow a SIGKILL, and the inbound checks
  * hold; 1 otherwise.
@@ -208,6 +212,15 @@ interface Receiver {
   /** seq → the webhook-id of the first copy that carried it: a seq in a second first copy is reported with both ids. */
   readonly seqId: Map<number, string>;
   dedupReports: number;
+  /** In the outbound's configuration (the late receiver joins during the run). */
+  inConfig: boolean;
+  /** The late receiver's settings (CONTRACT 4.6), and the first seq produced after it was added. */
+  readonly late?: { readonly initialState: true; readonly integrityPeriodSeconds: number };
+  fromSeq: number;
+  /** What it holds, applying the first copy of every request in arrival order: `{casdu}:{ioa}` → value. */
+  readonly state: Map<string, unknown>;
+  /** Requests of interrogations (first copies), by cause. */
+  readonly interrogations: Map<string, number>;
 }
 
 /** A list of seqs as runs (`3-7,9,in12:1`), for the report. */
@@ -222,11 +235,14 @@ const ranges = (xs: Array<number | string>): string => {
   return out.join(',');
 };
 
-const startReceiver = async (name: string, delay: () => number, filter?: { casdu: number[] }): Promise<Receiver> => {
+const startReceiver = async (
+  name: string, delay: () => number, filter?: { casdu: number[] }, late?: { initialState: true; integrityPeriodSeconds: number },
+): Promise<Receiver> => {
   const port = await freePort();
   const r: Receiver = {
     name, mode: 'ok', delay, url: `http://127.0.0.1:${port}/hook`, server: undefined as unknown as Server,
-    ...(filter !== undefined ? { filter } : {}), wants: (seq) => filter === undefined || filter.casdu.includes(casduOf(seq)), outside: 0,
+    ...(filter !== undefined ? { filter } : {}), ...(late !== undefined ? { late } : {}), inConfig: late === undefined, fromSeq: 0, state: new Map(), interrogations: new Map(),
+    wants: (seq) => (filter === undefined || filter.casdu.includes(casduOf(seq))) && seq >= r.fromSeq, outside: 0,
     ids: new Map(), raw: new Map(), dedup: new Map(), idsWithTwoContents: 0, repeats: [], firstSeen: new Map(), answeredTooLate: new Set(),
     deadLettered: 0, deadLetterReasons: new Map(), inbound: new Set(), firstSeqs: new Map(), seqId: new Map(), dedupReports: 0,
   };
@@ -242,7 +258,8 @@ const startReceiver = async (name: string, delay: () => number, filter?: { casdu
       setTimeout(() => {
         const body = Buffer.concat(parts).toString('utf8');
         const id = String(req.headers['webhook-id']);
-        const points = (JSON.parse(body) as { datapoints: Array<{ seq?: number; casdu?: number; ioa?: number; value?: number }> }).datapoints;
+        const parsed = JSON.parse(body) as { datapoints: Array<{ seq?: number; casdu?: number; ioa?: number; value?: number }>; cause?: string };
+        const points = parsed.datapoints;
         const seqs = points.flatMap((p) => (typeof p.seq === 'number' ? [p.seq] : []));
         const posted = points.flatMap((p) => (p.seq === undefined && p.casdu === INBOUND_CASDU ? [`${p.value}:${p.ioa}`] : []));
         const hash = createHash('sha256').update(body).digest('hex');
@@ -268,6 +285,9 @@ const startReceiver = async (name: string, delay: () => number, filter?: { casdu
             r.seqId.set(s, id);
           }
           for (const p of posted) r.inbound.add(p);
+          // a receiver that applies requests as they arrive (CONTRACT 4.6), de-duplicated by webhook-id
+          for (const p of points) r.state.set(`${p.casdu}:${p.ioa}`, p.value);
+          if (parsed.cause !== undefined) r.interrogations.set(parsed.cause, (r.interrogations.get(parsed.cause) ?? 0) + 1);
         } else {
           if (known !== hash) {
             r.idsWithTwoContents++;
@@ -600,7 +620,10 @@ const inject = async (fault: Fault): Promise<void> => {
 
 let receivers: Receiver[] = [];
 const config = (description: string) =>
-  JSON.stringify({ description, hostUrls: ['http://127.0.0.1:0'], webhooks: receivers.map((r) => ({ url: r.url, ...(r.filter !== undefined ? { filter: r.filter } : {}) })) });
+  JSON.stringify({
+    description, hostUrls: ['http://127.0.0.1:0'],
+    webhooks: receivers.filter((r) => r.inConfig).map((r) => ({ url: r.url, ...(r.filter !== undefined ? { filter: r.filter } : {}), ...(r.late ?? {}) })),
+  });
 const inboundConfig = () =>
   JSON.stringify({
     hostUrls: [`http://127.0.0.1:${inboundPort}`],
@@ -635,9 +658,34 @@ interface Row {
   deadLettered: number;
   /** Points it got that its filter does not match: must be 0. */
   outsideFilter: number;
+  /** The late receiver (CONTRACT 4.6): points of the process image it does not hold with their current value (must be 0); interrogation requests it got. */
+  imageMismatches: number | string;
+  interrogationRequests: string;
 }
 
-const report = (r: Receiver): Row => {
+/** The process image as Redis holds it now: `{casdu}:{ioa}` → value. */
+const readImage = async (): Promise<Map<string, unknown>> => {
+  const c = new Redis({ port: redisPort, host: '127.0.0.1', protocol: 2 });
+  const image = new Map<string, unknown>();
+  try {
+    const keys = await c.keys('process:image:*');
+    for (let i = 0; i < keys.length; i += 1000) {
+      for (const v of await c.mget(keys.slice(i, i + 1000))) {
+        const p = JSON.parse(v ?? '{}') as { casdu?: number; ioa?: number; value?: unknown };
+        image.set(`${p.casdu}:${p.ioa}`, p.value);
+      }
+    }
+  } finally {
+    c.disconnect();
+  }
+  return image;
+};
+const mismatches = (r: Receiver, image: Map<string, unknown>): number => [...image].filter(([k, v]) => r.state.get(k) !== v).length;
+
+const report = (r: Receiver, image: Map<string, unknown>): Row => {
+  // the late receiver gets what the connector reads after the restart that added it: that begins
+  // somewhere after the change was written, so everything from the first seq it got on counts
+  if (r.late !== undefined) r.fromSeq = r.raw.size === 0 ? 0 : Math.min(...r.raw.keys());
   let lost = 0;
   let wanted = 0;
   for (let s = 0; s < produced; s++) {
@@ -665,6 +713,8 @@ const report = (r: Receiver): Row => {
     idsWithTwoContents: r.idsWithTwoContents, rawDuplicatesAfterSigkill: afterKill, rawDuplicatesAfterTimeout: afterTimeout, rawDuplicatesOther: other,
     deadLettered: r.deadLettered,
     outsideFilter: r.outside,
+    imageMismatches: r.late === undefined ? '-' : mismatches(r, image),
+    interrogationRequests: r.late === undefined ? '-' : JSON.stringify(Object.fromEntries(r.interrogations)),
   };
 };
 
@@ -707,7 +757,10 @@ const run = async (): Promise<number> => {
     await startReceiver('slow', () => between(200, 1500)),
     // one CASDU in four, and none of the inbound connector's points (CASDU 2)
     await startReceiver('filtered', () => 0, { casdu: [FILTERED_CASDU] }),
+    // added a third into the faults, with its initial interrogation and a periodic one every 10 s (CONTRACT 4.6)
+    await startReceiver('late', () => 0, undefined, { initialState: true, integrityPeriodSeconds: 10 }),
   ];
+  const late = receivers[4]!;
   const flappingPort = Number(new URL(receivers[1]!.url).port);
   webhookProxy = await startProxy(() => flappingPort);
   receivers[1]!.url = `http://127.0.0.1:${webhookProxy.port}/hook`;
@@ -729,7 +782,14 @@ const run = async (): Promise<number> => {
   // period (a loaded machine injects fewer) — then seeded picks until the period is over
   const order = [...FAULTS].sort(() => random() - 0.5);
   let n = 0;
+  const addLate = Date.now() + (SECONDS * 1000) / 3;
   while (Date.now() < faultsEnd || n < order.length) {
+    if (!late.inConfig && Date.now() >= addLate) {
+      late.inConfig = true;
+      await withRedis((c) => c.set(`connectors:${ID}:config`, config(`webhook added at ${Date.now()}`)));
+      log.push({ at: Date.now(), fault: 'webhook-added' });
+      say(`  ${Math.round((Date.now() - faultsEnd) / 1000 + SECONDS)} s: late webhook added (initialState, integrityPeriodSeconds 10) at seq ${produced}`);
+    }
     await sleep(between(GAP_MIN, GAP_MAX));
     if (Date.now() >= faultsEnd && n >= order.length) break;
     await inject(n < order.length ? order[n]! : FAULTS[Math.floor(random() * FAULTS.length)]!);
@@ -744,23 +804,28 @@ const run = async (): Promise<number> => {
   say(`faults over: ${n} injected, ${produced} entries produced, ${posts.size} POSTs (${acknowledged().length} answered 200), ${main.restarts} outbound and ${inbound.restarts} inbound restarts; settling`);
 
   const settleEnd = Date.now() + SETTLE_SECONDS * 1000;
-  const complete = (r: Receiver) => (r.filter === undefined ? r.raw.size >= produced && inboundMissing(r) === 0 : report(r).lost === 0);
-  while (Date.now() < settleEnd && !receivers.every(complete)) await sleep(500);
+  // the late receiver: everything produced after it was added, and the image as it is now (its next periodic interrogation brings it)
+  const complete = (r: Receiver, image: Map<string, unknown>) =>
+    r.late !== undefined ? report(r, image).lost === 0 && mismatches(r, image) === 0
+      : r.filter === undefined ? r.raw.size >= produced && inboundMissing(r) === 0 : report(r, image).lost === 0;
+  for (let image = await readImage(); Date.now() < settleEnd && !receivers.every((r) => complete(r, image)); image = await readImage()) await sleep(500);
   await sleep(2000);
   main.supervise = false;
   inbound.supervise = false;
   await Promise.all([signal(main.proc, 'SIGTERM'), signal(inbound.proc, 'SIGTERM')]);
   await countDeadLetters();
 
-  const rows = receivers.map(report);
+  const image = await readImage();
+  const rows = receivers.map((r) => report(r, image));
   say('');
   printTable(rows);
   const inboundRow = await checkInbound();
-  const missing = Object.fromEntries(receivers.filter((r) => r.filter === undefined).map((r) => [r.name, inboundMissing(r)]));
+  const missing = Object.fromEntries(receivers.filter((r) => r.filter === undefined && r.late === undefined).map((r) => [r.name, inboundMissing(r)]));
   say(`\ninbound: ${JSON.stringify(inboundRow)}; acknowledged POSTs missing at a receiver: ${JSON.stringify(missing)}`);
   const inboundOk = inboundRow.acknowledgedLost === 0 && inboundRow.partial === 0 && !inboundRow.keysOfTwoPosts && Object.values(missing).every((m) => m === 0);
   const verdict =
-    rows.every((r) => r.lost === 0 && r.duplicatesAfterDedup === 0 && r.idsWithTwoContents === 0 && r.outsideFilter === 0) && rows[0]!.rawDuplicatesOther === 0 && inboundOk;
+    rows.every((r) => r.lost === 0 && r.duplicatesAfterDedup === 0 && r.idsWithTwoContents === 0 && r.outsideFilter === 0 && (r.imageMismatches === '-' || r.imageMismatches === 0)) &&
+    rows[0]!.rawDuplicatesOther === 0 && inboundOk && late.interrogations.size > 0 && late.raw.size > 0;
   say(`\nfaults: ${FAULTS.map((f) => `${f} ${log.filter((l) => l.fault === f).length}`).join(', ')}`);
   say(`seed ${SEED}: ${verdict ? 'PASS' : 'FAIL'}`);
   say(`CHAOS_RESULT ${JSON.stringify({ seed: SEED, seconds: SECONDS, rate: RATE, produced, faults: log.length, rows, inbound: { ...inboundRow, missing }, pass: verdict })}`);

@@ -9,7 +9,8 @@ import { join } from 'node:path';
  * claim idle time. Every receiver must end with nothing lost, nothing twice after de-duplication by
  * webhook-id, no id with two contents, and the healthy receiver's raw duplicates must all follow a
  * SIGKILL; no POST answered 200 may be lost, none written in part, and every acknowledged POST's
- * points must reach every receiver.
+ * points must reach every receiver. A receiver added during the faults with initialState and an
+ * integrity period must end holding the process image exactly.
  */
 it('a short seeded chaos run loses nothing and duplicates nothing after de-duplication', async () => {
   const p = spawn(process.execPath, [join(__dirname, '..', 'dist', 'chaos', 'run.js')], {
@@ -32,8 +33,14 @@ it('a short seeded chaos run loses nothing and duplicates nothing after de-dupli
   const inbound = (result as unknown as { inbound: { answered200: number; acknowledgedLost: number; partial: number; keysOfTwoPosts: boolean; missing: Record<string, number> } }).inbound;
   expect(inbound.answered200).toBeGreaterThan(100);
   expect(inbound).toMatchObject({ acknowledgedLost: 0, partial: 0, keysOfTwoPosts: false, missing: { healthy: 0, flapping: 0, slow: 0 } });
-  expect(result.rows.map((r) => r.receiver)).toEqual(['healthy', 'flapping', 'slow', 'filtered']);
-  for (const row of result.rows) {
+  expect(result.rows.map((r) => r.receiver)).toEqual(['healthy', 'flapping', 'slow', 'filtered', 'late']);
+  // the late receiver (CONTRACT 4.6): added during the faults with initialState and a 10 s period, it
+  // holds the process image exactly at the end, lost nothing from its first seq on, got interrogations
+  const late = result.rows[4]!;
+  expect([late.lost, late.duplicatesAfterDedup, late.idsWithTwoContents, late.imageMismatches]).toEqual([0, 0, 0, 0]);
+  expect(late.received).toBeGreaterThan(0);
+  expect(Object.keys(JSON.parse(String(late.interrogationRequests)) as object)).toContain('interrogation');
+  for (const row of result.rows.slice(0, 4)) {
     // the filtered receiver (CASDU 12 of 10..13) is counted against its subset: a quarter of what was produced
     const wanted = row.receiver === 'filtered' ? Math.ceil((result.produced - 2) / 4) : result.produced;
     expect([row.receiver, row.produced, row.received, row.lost, row.duplicatesAfterDedup, row.idsWithTwoContents, row.outsideFilter]).toEqual([row.receiver, wanted, wanted, 0, 0, 0, 0]);
