@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- scenario …]`: every figure of ours next to a baseline measured in the same
- * run, as a ratio. Scenarios: inbound-10-mappings, inbound-wait-replicas, inbound-https, tracing, get-all-100k, get-one, get-all-1m, push-5-webhooks, push-cpu-per-point,
+ * run, as a ratio. Scenarios: inbound-10-mappings, inbound-wait-replicas, inbound-https, tracing, interrogation-1m, get-all-100k, get-one, get-all-1m, push-5-webhooks, push-cpu-per-point,
  * push-one-dead-webhook, push-outage-recovery, push-50-filtered. BENCH_SECONDS shortens the load phases (default 10).
  */
 import autocannon from 'autocannon';
@@ -8,6 +8,8 @@ import { Redis } from 'ioredis';
 import type { ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRedisServer } from '../support/redisServer';
@@ -218,9 +220,9 @@ const getOne = async (r: Redises) => {
  * A full GET of `n` points (10 casdu values) against the bare SCAN + MGET script, interleaved.
  * Targets (issue 13 for 1,000,000): time <= 1.0x the script, peak RSS growth < 50 MB.
  */
-const getAllOf = (n: number, name: string, targets: { time: number; growthMb: number }) => async (r: Redises) => {
-  await r.client.flushall();
-  for (let casdu = 0; casdu < 10; casdu++) {
+/** n points of the process image over 10 CASDU values from `casduFrom` (n/10 IOAs each). */
+const fillImage = async (r: Redises, n: number, casduFrom = 0): Promise<void> => {
+  for (let casdu = casduFrom; casdu < casduFrom + 10; casdu++) {
     for (let from = 0; from < n / 10; from += 10000) {
       const pipe = r.client.pipeline();
       for (let ioa = from; ioa < Math.min(n / 10, from + 10000); ioa++) {
@@ -229,6 +231,11 @@ const getAllOf = (n: number, name: string, targets: { time: number; growthMb: nu
       await pipe.exec();
     }
   }
+};
+
+const getAllOf = (n: number, name: string, targets: { time: number; growthMb: number }) => async (r: Redises) => {
+  await r.client.flushall();
+  await fillImage(r, n);
   const runs = 3;
   // Interleaved: a full GET of ours, then one bare read by the baseline script, three times; the
   // fastest of each counts (noise only ever slows a run down).
@@ -604,6 +611,112 @@ const tracingCost = async (r: Redises) => {
   }
 };
 
+/** A webhook receiver in this process that counts points and notes when requests came (an interrogation's target). */
+const countingSink = async () => {
+  let points = 0;
+  let requests = 0;
+  let last = 0;
+  const server = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (d: Buffer) => parts.push(d));
+    req.on('end', () => {
+      points += (JSON.parse(Buffer.concat(parts).toString('utf8')) as { datapoints: unknown[] }).datapoints.length;
+      requests++;
+      last = Date.now();
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    counts: () => ({ points, requests, last }),
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
+};
+
+/**
+ * interrogation-1m (issue 23): an image of 1,000,000 points (CASDU 20..29) and an outbound connector
+ * with six webhooks — five receivers of the live stream at 5,000 points/s (the producer writes CASDU
+ * 1) and one whose filter takes CASDU 20..29. Three runs under the same load: nothing else (the
+ * five's p99 without it); a full GET of the image 1 s into the load (its time); an interrogation of
+ * the sixth webhook 1 s into the load (its time: the POST to its last request answered; the five's
+ * p99; the connector's peak RSS growth). Targets: time ≤ 1.5× the GET's, growth < 50 MB, the five's
+ * p99 ≤ 1.2× the run without it.
+ */
+const interrogation1m = async (r: Redises) => {
+  const N = 1_000_000;
+  const LOAD_SECONDS = Math.max(SECONDS, 20);
+  await r.client.flushall();
+  await fillImage(r, N, 20);
+  const run = async (extra: 'none' | 'get' | 'interrogation') => {
+    await r.client.del('process:updates', 'connectors:bench-gi:batches', 'connectors:bench-gi:deadletter');
+    const ports = await Promise.all(Array.from({ length: 5 }, () => freePort()));
+    const receivers = startScript('receivers.js', ports.map(String));
+    await nextMessage(receivers);
+    const sink = await countingSink();
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const webhooks = [...ports.map((p) => ({ url: `http://127.0.0.1:${p}/hook` })), { url: sink.url, filter: { casdu: ['20-29'] } }];
+    await r.client.set('connectors:bench-gi:config', JSON.stringify({ hostUrls: [base], webhooks }));
+    const server = startConnector('outbound', { Id: 'bench-gi', ConnectionStrings__Datastore: `127.0.0.1:${r.port}`, Webhooks__TimeoutMilliseconds: '5000' });
+    try {
+      await waitReady(`${base}/health/ready`);
+      for (let i = 0; i < 100 && (await r.client.exists('process:updates')) === 0; i++) await sleep(50);
+      await httpGet(`${base}/api/datapoints?casdu=20&ioa=0`);
+      await sleep(500);
+      const idle = memory(server.pid!);
+      resetPeak(server.pid!);
+      const producer = startScript('producer.js', [String(r.port), '5000', String(LOAD_SECONDS)]);
+      let ms = NaN;
+      await sleep(1000);
+      const start = Date.now();
+      if (extra === 'interrogation') {
+        const answer = await fetch(`${base}/api/webhooks/5/interrogation`, { method: 'POST' });
+        if (answer.status !== 202) throw new Error(`interrogation not queued: ${answer.status}`);
+        for (let i = 0; i < 3000 && sink.counts().points < N; i++) await sleep(100);
+        if (sink.counts().points < N) throw new Error(`the interrogation sent ${sink.counts().points} of ${N} points`);
+        ms = sink.counts().last - start;
+      } else if (extra === 'get') {
+        const got = await httpGet(`${base}/api/datapoints`);
+        if (got.status !== 200) throw new Error(`GET answered ${got.status}`);
+        ms = Date.now() - start;
+      }
+      const made = await nextMessage<{ produced: number; seconds: number }>(producer);
+      let report: Array<{ distinct: number; p99: number }> = [];
+      for (let i = 0; i < 100; i++) {
+        receivers.send('report');
+        report = await nextMessage(receivers);
+        if (report.every((x) => x.distinct >= made.produced)) break;
+        await sleep(100);
+      }
+      return {
+        extra, produced: made.produced, complete: report.every((x) => x.distinct >= made.produced), p99: Math.max(...report.map((x) => x.p99)),
+        ms, requests: sink.counts().requests, growthMb: memory(server.pid!).peakMb - idle.rssMb,
+      };
+    } finally {
+      await stop(server);
+      await stop(receivers);
+      await sink.close();
+    }
+  };
+  const none = await run('none');
+  const get = await run('get');
+  const gi = await run('interrogation');
+  const rows = [none, get, gi].map((x) => ({
+    run: x.extra === 'none' ? 'load only' : x.extra === 'get' ? 'load + full GET' : 'load + interrogation', produced: x.produced, 'all delivered': String(x.complete),
+    'others p99 ms': x.p99, 'GET / interrogation ms': x.extra === 'none' ? '-' : x.ms, requests: x.extra === 'interrogation' ? x.requests : '-', 'peak RSS growth MB': x.growthMb,
+  }));
+  printTable(`interrogation-1m (${N.toLocaleString('en')} points; 5 receivers at 5,000/s for ${LOAD_SECONDS} s; BatchMaxSize 1000, MaxInFlight 4)`, rows);
+  const timeRatio = gi.ms / get.ms;
+  const p99Ratio = gi.p99 / Math.max(1, none.p99);
+  const growth = gi.growthMb - none.growthMb;
+  printTable('interrogation-1m ratio (targets: time <= 1.5x the full GET, growth beyond the load\'s own < 50 MB, others p99 <= 1.2x)', [{
+    'time ratio': timeRatio, 'RSS growth MB (interrogation run)': gi.growthMb, 'RSS growth MB (load only)': none.growthMb, 'growth beyond the load MB': growth, 'p99 ratio': p99Ratio,
+    'targets met': String(timeRatio <= 1.5 && growth < 50 && p99Ratio <= 1.2 && [none, get, gi].every((x) => x.complete)),
+  }]);
+  return { rows, timeRatio, p99Ratio, growthMb: growth };
+};
+
 const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'inbound-10-mappings': inbound,
   'inbound-wait-replicas': inboundWaitReplicas,
@@ -617,6 +730,7 @@ const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'push-outage-recovery': pushOutage,
   'push-50-filtered': pushFiltered,
   tracing: tracingCost,
+  'interrogation-1m': interrogation1m,
 };
 
 (async () => {

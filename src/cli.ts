@@ -300,14 +300,22 @@ const TRACE_FLUSH_MS = 5000;
 /** The startup parameters' delivery settings (a request's time limit, attempts, batch size), or the defaults. */
 const operatorStartup = () => E.orElse(() => loadStartupSettings(collectRaw({}, {}), { requireId: false, hostname: hostname() }))(startupSettings(false));
 
-const webhooksCommand = async (args: string[], io: Io): Promise<Outcome> => {
-  const sub = args.shift();
-  const help = HELP['webhooks resend']!;
-  if (sub !== 'resend') return usage(io, `unknown webhooks command '${sub ?? ''}'`, HELP.main!);
+/** A command of one subcommand (`webhooks resend`, `mappings test`): its help, or the outcome of a wrong one or of --help. */
+const onlySubcommand = (args: string[], io: Io, command: string, sub: string): { help: string } | Outcome => {
+  const given = args.shift();
+  const help = HELP[`${command} ${sub}`]!;
+  if (given !== sub) return usage(io, `unknown ${command} command '${given ?? ''}'`, HELP.main!);
   if (args.includes('--help')) {
     io.out(help);
     return { code: 0 };
   }
+  return { help };
+};
+
+const webhooksCommand = async (args: string[], io: Io): Promise<Outcome> => {
+  const head = onlySubcommand(args, io, 'webhooks', 'resend');
+  if (!('help' in head)) return head;
+  const { help } = head;
   // every argument is checked before Redis is asked anything (exit 2)
   const id = takeOption(args, '--id');
   if (id === undefined || id.trim() === '') return usage(io, '--id ID is required', help);
@@ -367,13 +375,9 @@ const deadletterCommand = async (args: string[], io: Io): Promise<Outcome> => {
 };
 
 const mappingsCommand = async (args: string[], io: Io): Promise<Outcome> => {
-  const sub = args.shift();
-  const help = HELP['mappings test']!;
-  if (sub !== 'test') return usage(io, `unknown mappings command '${sub ?? ''}'`, HELP.main!);
-  if (args.includes('--help')) {
-    io.out(help);
-    return { code: 0 };
-  }
+  const head = onlySubcommand(args, io, 'mappings', 'test');
+  if (!('help' in head)) return head;
+  const { help } = head;
   const topic = takeOption(args, '--topic');
   if (topic === undefined || topic === '') return usage(io, '--topic T is required', help);
   if (args.length !== 2) return usage(io, 'mappings test takes FILE and PAYLOAD.json', help);

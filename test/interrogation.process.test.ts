@@ -133,6 +133,29 @@ it('POST /api/webhooks/{index}/interrogation: 202 queued, 409 while it runs, 404
   expect((await post('/api/webhooks/0/interrogation', 'k1')).status).toBe(202);
 });
 
+it('initialState with a replica pair started together: one of them performs it, once; the other holds its live batches until it is recorded', async () => {
+  await seed(Array.from({ length: 60 }, (_, i) => point(5, i, `v-${i}`)));
+  const hook = await h.receiver(() => ({ status: 200, delayMs: 50 }));
+  const cfg = [{ url: hook.url, initialState: true }];
+  await h.r.client.set('connectors:gi-two:config', JSON.stringify({ hostUrls: ['http://127.0.0.1:0'], webhooks: cfg }));
+  const env = { Id: 'gi-two', ConnectionStrings__Datastore: h.r.redis.url, ...FAST, Webhooks__BatchMaxSize: '10', Webhooks__TimeoutMilliseconds: '5000' };
+  const [a, b] = ['gi-two-a', 'gi-two-b'].map((consumer) => new Connector('outbound', { ...env, Datastore__ConsumerName: consumer }));
+  h.running.push(a!, b!);
+  await Promise.all([a!, b!].map((c) => c.waitForLog((l) => l.msg === 'push pipeline started')));
+  const live = await write([point(5, 1, 'live-1'), point(5, 2, 'live-2')]);
+  await eventually(async () => ((await pendingCount(h.r.client, 'gi-two')) === 0 && held(hook).get('5:2') === 'live-2' ? true : undefined), 20000, 'the live batch delivered');
+  const ids = hook.delivered().map((q) => String(q.headers['webhook-id']));
+  const gi = ids.filter((id) => id.startsWith('gi-'));
+  // one series of six requests, each id once, and the live batch after all of them
+  expect(new Set(gi.map((id) => id.replace(/-[0-9]+$/, ''))).size).toBe(1);
+  expect(gi.length).toBe(6);
+  expect(ids.indexOf(`${live[0]}_${live[1]}`)).toBeGreaterThan(ids.lastIndexOf(gi[5]!));
+  expect(held(hook)).toEqual(await image(() => true));
+  const performed = () => [a!, b!].map((c) => c.logs().filter((l) => l.msg === 'interrogation completed').length).sort();
+  await eventually(() => (performed()[1] === 1 ? true : undefined), 10000, 'the log line of the one that performed it');
+  expect(performed()).toEqual([0, 1]);
+});
+
 it('integrityPeriodSeconds with a replica pair: one of them performs each periodic interrogation, one period after the previous one ended', async () => {
   await seed(Array.from({ length: 3 }, (_, i) => point(4, i, `v-${i}`)));
   const hook = await h.receiver();

@@ -5,6 +5,7 @@ import { interrogatedKey, interrogationLockKey, periodicKey, UPDATES_STREAM } fr
 import { imageReader, type ImageReader } from '../streams/image';
 import { interrogationBatch, type Interrogation, type InterrogationCause, type InterrogationEvent, type InterrogationRun } from '../streams/interrogation';
 import type { Subscription } from '../streams/subscription';
+import type { Datastore } from './datastore';
 
 /**
  * CONTRACT 4.6, the edge of interrogations: when each one is asked for (`initialState` at start,
@@ -13,6 +14,13 @@ import type { Subscription } from '../streams/subscription';
  */
 export interface InterrogationDeps {
   readonly redis: Redis;
+  /**
+   * The connection the image is read on: one of its own, opened at the first interrogation, so that
+   * its SCANs and MGETs never queue the delivery records and acknowledgements of live batches behind
+   * them (measured: with the shared connection the other webhooks' p99 rose by half during a
+   * 1,000,000-point interrogation).
+   */
+  readonly imageConnection: () => Datastore;
   readonly connectorId: string;
   /** This replica's consumer name: what it writes into the keys it holds. */
   readonly consumer: string;
@@ -51,8 +59,8 @@ interface Hooks {
   readonly cancelled?: () => void;
 }
 
-/** An interrogation of `s` whose runs read the image as it is when each begins. */
-const imageInterrogation = (d: InterrogationDeps, s: Subscription, cause: InterrogationCause, hooks: Hooks = {}): Interrogation => ({
+/** An interrogation of `s` whose runs read the image as it is when each begins, on `image()` once it is connected. */
+const imageInterrogation = (d: InterrogationDeps, image: () => Promise<Redis>, s: Subscription, cause: InterrogationCause, hooks: Hooks = {}): Interrogation => ({
   cause,
   begin: (): InterrogationRun => {
     let reader: ImageReader | undefined;
@@ -69,8 +77,9 @@ const imageInterrogation = (d: InterrogationDeps, s: Subscription, cause: Interr
               return null;
             }
             if (cancelled) return null;
-            p = await newestId(d.redis);
-            reader = imageReader(d.redis, s.webhook.filter, d.maxSize, d.collect);
+            const redis = await image();
+            p = await newestId(redis);
+            reader = imageReader(redis, s.webhook.filter, d.maxSize, d.collect);
           }
           const points = await reader.next();
           return points === null ? null : interrogationBatch(cause, p, ++k, points);
@@ -113,11 +122,21 @@ export interface Interrogations {
   event(index: number, e: InterrogationEvent): void;
   /** Starts the integrity periods' timers (replicas agree in Redis on who performs each). */
   start(): void;
+  /** Stops the timers: nothing more is asked for. */
   stop(): void;
+  /** Closes the image connection (after the lanes stopped). */
+  close(): Promise<void>;
 }
 
 export const makeInterrogations = (d: InterrogationDeps, subscriptions: readonly Subscription[]): Interrogations => {
   const boxes = subscriptions.map(() => mailbox());
+  let connection: Datastore | undefined;
+  const image = async (): Promise<Redis> => {
+    connection ??= d.imageConnection();
+    await connection.ready();
+    return connection.client;
+  };
+  const interrogationOf = (s: Subscription, cause: InterrogationCause, hooks?: Hooks) => imageInterrogation(d, image, s, cause, hooks);
   /** Interrogations of each webhook asked for and not yet ended (completed or skipped). */
   const busy = subscriptions.map(() => 0);
   const timers = new Set<NodeJS.Timeout>();
@@ -145,7 +164,7 @@ export const makeInterrogations = (d: InterrogationDeps, subscriptions: readonly
       stopRenew = undefined;
       void d.redis.eval(RELEASE, 1, lock, d.consumer).catch(() => undefined);
     };
-    return imageInterrogation(d, s, 'interrogation', {
+    return interrogationOf(s, 'interrogation', {
       // once per URL and connector Id: done already (here, before a restart, or by a replica), or
       // under way on a replica (wait for it: its image goes first), or ours to do
       before: async () => {
@@ -170,7 +189,7 @@ export const makeInterrogations = (d: InterrogationDeps, subscriptions: readonly
   const periodicOf = (s: Subscription, periodMs: number): Interrogation => {
     const key = periodicKey(d.connectorId, s.index);
     let stopRenew: (() => void) | undefined;
-    return imageInterrogation(d, s, 'periodic', {
+    return interrogationOf(s, 'periodic', {
       before: async () => {
         stopRenew ??= renewing(key, periodMs);
         return 'go';
@@ -219,7 +238,7 @@ export const makeInterrogations = (d: InterrogationDeps, subscriptions: readonly
       if (s === undefined) return 'not_found';
       if (busy[index]! > 0) return 'busy';
       busy[index]!++;
-      boxes[index]!.post(imageInterrogation(d, s, 'interrogation'));
+      boxes[index]!.post(interrogationOf(s, 'interrogation'));
       return 'queued';
     },
     event: (index, e) => {
@@ -235,6 +254,9 @@ export const makeInterrogations = (d: InterrogationDeps, subscriptions: readonly
       stopped = true;
       for (const t of timers) clearTimeout(t);
       timers.clear();
+    },
+    close: async () => {
+      await connection?.close();
     },
   };
 };

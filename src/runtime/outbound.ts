@@ -159,7 +159,7 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly Subscription[]
       if (how === 'timeout') observe.stopTimedOut(inFlight.size, waitMs);
       subscription.unsubscribe();
       for (const w of webhooks) w.client.close();
-      await reader.close();
+      await Promise.all([reader.close(), interrogations.close()]);
     },
   };
 };
@@ -172,6 +172,7 @@ export const buildOutbound = (ctx: ConnectorContext): ConnectorParts => {
   const interrogations = makeInterrogations({
     redis: ctx.datastore.client, connectorId: ctx.startup.id, consumer: ctx.startup.datastore.consumerName, maxSize: ctx.startup.webhooks.batchMaxSize,
     collect, retryMs: Math.round(ctx.startup.datastore.connectionRetrySeconds * 1000),
+    imageConnection: () => connectDatastore(ctx.redisOptions, ctx.startup.datastore.connectionRetrySeconds, ctx.log, 'image-reader'),
     onError: (what, err) => ctx.log.warn({ component: 'push', err: err.message }, `${what} failed; trying again`),
   }, subscriptions);
   return {
