@@ -172,7 +172,9 @@ export const buildOutbound = (ctx: ConnectorContext): ConnectorParts => {
   const interrogations = makeInterrogations({
     redis: ctx.datastore.client, connectorId: ctx.startup.id, consumer: ctx.startup.datastore.consumerName, maxSize: ctx.startup.webhooks.batchMaxSize,
     collect, retryMs: Math.round(ctx.startup.datastore.connectionRetrySeconds * 1000),
-    imageConnection: () => connectDatastore(ctx.redisOptions, ctx.startup.datastore.connectionRetrySeconds, ctx.log, 'image-reader'),
+    imageConnection: () => connectDatastore(
+      { ...ctx.redisOptions, commandTimeout: ctx.startup.datastore.commandTimeoutMilliseconds }, ctx.startup.datastore.connectionRetrySeconds, ctx.log, 'image-reader',
+    ),
     onError: (what, err) => ctx.log.warn({ component: 'push', err: err.message }, `${what} failed; trying again`),
   }, subscriptions);
   return {
