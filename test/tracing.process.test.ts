@@ -272,3 +272,19 @@ it('off, the OpenTelemetry SDK and exporters are not even loaded; on, they are',
   expect(run({})).toEqual({ on: false, loaded: false });
   expect(run({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' })).toEqual({ on: true, loaded: true });
 });
+
+it('spans are exported 64 at a time (our default, for spans with many links), or as OTEL_BSP_MAX_EXPORT_BATCH_SIZE says', async () => {
+  const col = await collector();
+  // a long delay: only a full batch is exported before it
+  const { base } = await inbound('tr-batch', OTEL(col, { OTEL_BSP_SCHEDULE_DELAY: '60000' }));
+  for (let i = 0; i < 40; i++) expect((await post(base, { a: i, b: i })).status).toBe(200);
+  await eventually(() => col.requests[0], 20000, 'an export of a full batch');
+  const first = JSON.parse(col.requests[0]!.body.toString('utf8')) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: unknown[] }> }> };
+  expect(first.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))).toHaveLength(64);
+  const col2 = await collector();
+  const { base: base2 } = await inbound('tr-batch2', OTEL(col2, { OTEL_BSP_SCHEDULE_DELAY: '60000', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '10' }));
+  for (let i = 0; i < 6; i++) expect((await post(base2, { a: i, b: i })).status).toBe(200);
+  await eventually(() => col2.requests[0], 20000, 'an export of a full batch');
+  const first2 = JSON.parse(col2.requests[0]!.body.toString('utf8')) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: unknown[] }> }> };
+  expect(first2.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))).toHaveLength(10);
+});

@@ -22,6 +22,9 @@ export interface TracingHandle {
 /** Links a span may have unless OTEL_SPAN_LINK_COUNT_LIMIT says otherwise: above the largest batch (Webhooks:BatchMaxSize). */
 export const MAX_LINKS = 100_000;
 
+/** Spans encoded and sent in one export unless OTEL_BSP_MAX_EXPORT_BATCH_SIZE says otherwise (the SDK's is 512). */
+export const EXPORT_BATCH = 64;
+
 /** How often at most a failing export is logged. */
 export const EXPORT_FAILURE_LOG_MS = 60_000;
 
@@ -79,7 +82,12 @@ export const startTracing = async (kind: 'inbound' | 'outbound', env: Env, log: 
   // CONTRACT 9 wants a link per entry: a batch of up to BatchMaxSize entries, not the SDK's 128
   // (OTEL_SPAN_LINK_COUNT_LIMIT, when set, still decides)
   const spanLimits = env.OTEL_SPAN_LINK_COUNT_LIMIT ? {} : { spanLimits: { linkCountLimit: MAX_LINKS } };
-  const provider = new sdk.BasicTracerProvider({ resource, spanProcessors: [new sdk.BatchSpanProcessor(logged)], ...spanLimits });
+  // spans are encoded for export in one go, a batch at a time: with a link per entry a push span is
+  // tens of KB, and 512 of them (the SDK's batch) held the event loop for a large part of a second
+  // (push p99 at 5,000 points/s: 0.43-0.55 s with 512, 0.11 s with 64, as with tracing off);
+  // OTEL_BSP_MAX_EXPORT_BATCH_SIZE, when set, still decides
+  const processor = new sdk.BatchSpanProcessor(logged, env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE ? {} : { maxExportBatchSize: EXPORT_BATCH });
+  const provider = new sdk.BasicTracerProvider({ resource, spanProcessors: [processor], ...spanLimits });
   const tracer = provider.getTracer('rest-connectors', VERSION);
   const propagator = new core.W3CTraceContextPropagator();
 
