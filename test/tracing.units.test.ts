@@ -27,6 +27,11 @@ it('a write stores its context as field traceparent of each XADD (after data), a
 it('an entry\'s traceparent field is read with it; a batch carries the contexts of the entries that have one, and no field when none has', () => {
   const read = decodeEntry({ id: '1-0', fields: ['casdu', '1', 'ioa', '2', 'source', 's', 'data', '{"casdu":1,"ioa":2}', 'traceparent', TP(5)] });
   expect(read).toMatchObject({ ok: true, entry: { id: '1-0', traceparent: TP(5) } });
+  // another writer's field that is no W3C trace context is not carried on (nor into a backlog entry)
+  for (const foreign of ['not a context', `${TP(5)} extra`, 'x'.repeat(10000)]) {
+    const other = decodeEntry({ id: '1-0', fields: ['data', '{"casdu":1,"ioa":2}', 'traceparent', foreign] });
+    expect(other.ok && other.entry.traceparent).toBeUndefined();
+  }
   const batch = toBatch([entry('1-0', 1, TP(1)), entry('1-1', 2), entry('1-2', 3, TP(3))]);
   expect(batch.traces).toEqual([{ id: '1-0', traceparent: TP(1) }, { id: '1-2', traceparent: TP(3) }]);
   expect('traces' in toBatch([entry('1-0', 1), entry('1-1', 2)])).toBe(false);

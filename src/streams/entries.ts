@@ -49,6 +49,7 @@ export const decodeReadReply = (u: unknown, stream: string): StreamEntry[] => {
 };
 
 const ADDRESS = /^[0-9]+$/;
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 const num = (u: unknown): number | undefined => (typeof u === 'number' && Number.isInteger(u) ? u : undefined);
 
@@ -76,7 +77,8 @@ export const decodeEntry = (e: StreamEntry): DecodeResult => {
       case 'casdu': casdu = value; break;
       case 'ioa': ioa = value; break;
       case 'source': source = value; break;
-      case 'traceparent': traceparent = value; break;
+      // a W3C trace context, or nothing: what another writer stored there is not carried on
+      case 'traceparent': traceparent = TRACEPARENT.test(value) ? value : undefined; break;
     }
   }
   if (data === undefined) return { ok: false, id: e.id, reason: 'entry has no data field' };
