@@ -685,7 +685,12 @@ const mismatches = (r: Receiver, image: Map<string, unknown>): number => [...ima
 const report = (r: Receiver, image: Map<string, unknown>): Row => {
   // the late receiver gets what the connector reads after the restart that added it: that begins
   // somewhere after the change was written, so everything from the first seq it got on counts
-  if (r.late !== undefined) r.fromSeq = r.raw.size === 0 ? 0 : Math.min(...r.raw.keys());
+  if (r.late !== undefined) {
+    // a loop, not Math.min(...keys): hundreds of thousands of arguments overflow the stack
+    let first = Infinity;
+    for (const seq of r.raw.keys()) if (seq < first) first = seq;
+    r.fromSeq = r.raw.size === 0 ? 0 : first;
+  }
   let lost = 0;
   let wanted = 0;
   for (let s = 0; s < produced; s++) {
