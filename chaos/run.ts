@@ -30,7 +30,7 @@
  * A fifth receiver, "late", is added to the configuration a third into the faults (CONTRACT 4.6:
  * `initialState`, `integrityPeriodSeconds` 10): it applies every request (first copy of each
  * webhook-id) in arrival order and must end holding the process image exactly (`imageMismatches`
- * 0), besides losing nothing from the first seq it got on.
+ * 0), besides losing nothing appended after its first request came.
  * Exit status 0 when lost, duplicates after de-duplication, ids with two contents and points
  * outside a filter are 0 everywhere, the healthy receiver's raw duplicates all follow a SIGKILL, and the inbound checks
  * hold; 1 otherwise.
@@ -214,7 +214,7 @@ interface Receiver {
   dedupReports: number;
   /** In the outbound's configuration (the late receiver joins during the run). */
   inConfig: boolean;
-  /** The late receiver's settings (CONTRACT 4.6), and the first seq produced after it was added. */
+  /** The late receiver's settings (CONTRACT 4.6), and the seqs it is owed: from `produced` when its first request came (Infinity until then). */
   readonly late?: { readonly initialState: true; readonly integrityPeriodSeconds: number };
   fromSeq: number;
   /** What it holds, applying the first copy of every request in arrival order: `{casdu}:{ioa}` → value. */
@@ -241,7 +241,7 @@ const startReceiver = async (
   const port = await freePort();
   const r: Receiver = {
     name, mode: 'ok', delay, url: `http://127.0.0.1:${port}/hook`, server: undefined as unknown as Server,
-    ...(filter !== undefined ? { filter } : {}), ...(late !== undefined ? { late } : {}), inConfig: late === undefined, fromSeq: 0, state: new Map(), interrogations: new Map(),
+    ...(filter !== undefined ? { filter } : {}), ...(late !== undefined ? { late } : {}), inConfig: late === undefined, fromSeq: late === undefined ? 0 : Infinity, state: new Map(), interrogations: new Map(),
     wants: (seq) => (filter === undefined || filter.casdu.includes(casduOf(seq))) && seq >= r.fromSeq, outside: 0,
     ids: new Map(), raw: new Map(), dedup: new Map(), idsWithTwoContents: 0, repeats: [], firstSeen: new Map(), answeredTooLate: new Set(),
     deadLettered: 0, deadLetterReasons: new Map(), inbound: new Set(), firstSeqs: new Map(), seqId: new Map(), dedupReports: 0,
@@ -266,6 +266,7 @@ const startReceiver = async (
         const now = Date.now();
         for (const s of seqs) r.raw.set(s, (r.raw.get(s) ?? 0) + 1);
         if (r.filter !== undefined) r.outside += points.filter((p) => !(r.filter as { casdu: number[] }).casdu.includes(p.casdu ?? -1)).length;
+        if (r.late !== undefined && r.fromSeq === Infinity) r.fromSeq = produced;
         const known = r.ids.get(id);
         if (known === undefined) {
           r.ids.set(id, hash);
@@ -683,14 +684,12 @@ const readImage = async (): Promise<Map<string, unknown>> => {
 const mismatches = (r: Receiver, image: Map<string, unknown>): number => [...image].filter(([k, v]) => r.state.get(k) !== v).length;
 
 const report = (r: Receiver, image: Map<string, unknown>): Row => {
-  // the late receiver gets what the connector reads after the restart that added it: that begins
-  // somewhere after the change was written, so everything from the first seq it got on counts
-  if (r.late !== undefined) {
-    // a loop, not Math.min(...keys): hundreds of thousands of arguments overflow the stack
-    let first = Infinity;
-    for (const seq of r.raw.keys()) if (seq < first) first = seq;
-    r.fromSeq = r.raw.size === 0 ? 0 : first;
-  }
+  // the late receiver is owed what a connector reads after the restart that added it; by the time
+  // its first request came (its initial interrogation, before any live batch) the process with the
+  // old configuration was gone: every seq appended after that counts (`fromSeq`, set then). Older
+  // entries it may get too (pending ones of a killed process, claimed), but not all of them: those
+  // the old configuration's process acknowledged were never its.
+
   let lost = 0;
   let wanted = 0;
   for (let s = 0; s < produced; s++) {
@@ -707,6 +706,7 @@ const report = (r: Receiver, image: Map<string, unknown>): Row => {
     // after the kill: a kill up to KILL_SLACK_MS before the first copy counts too
     if (kills.some((k) => k >= rep.first - KILL_SLACK_MS && k <= rep.again)) afterKill += rep.points;
     else if (r.answeredTooLate.has(rep.id)) afterTimeout += rep.points;
+    else if (rep.points === 0) continue; // an interrogation's request again (a periodic one of the same P: the same image)
     else {
       other += rep.points;
       const before = kills.filter((k) => k <= rep.again).map((k) => rep.first - k);

@@ -35,7 +35,7 @@ it('a short seeded chaos run loses nothing and duplicates nothing after de-dupli
   expect(inbound).toMatchObject({ acknowledgedLost: 0, partial: 0, keysOfTwoPosts: false, missing: { healthy: 0, flapping: 0, slow: 0 } });
   expect(result.rows.map((r) => r.receiver)).toEqual(['healthy', 'flapping', 'slow', 'filtered', 'late']);
   // the late receiver (CONTRACT 4.6): added during the faults with initialState and a 10 s period, it
-  // holds the process image exactly at the end, lost nothing from its first seq on, got interrogations
+  // holds the process image exactly at the end, lost nothing appended after its first request, got interrogations
   const late = result.rows[4]!;
   expect([late.lost, late.duplicatesAfterDedup, late.idsWithTwoContents, late.imageMismatches]).toEqual([0, 0, 0, 0]);
   expect(late.received).toBeGreaterThan(0);
