@@ -2,6 +2,7 @@ import { Connector, eventually, runCli } from './helpers/cli';
 import { FAST, pendingCount, usePushHarness } from './helpers/push';
 import type { Receiver } from './helpers/receiver';
 import { freePort } from './helpers/redis';
+import { sign } from '../src/streams/webhookClient';
 
 /**
  * Issue 23 (CONTRACT 4.6) against the built CLI, a private Redis and real receivers: a late
@@ -107,7 +108,8 @@ it('a late webhook with initialState gets its filtered image first (sorted, in r
 it('POST /api/webhooks/{index}/interrogation: 202 queued, 409 while it runs, 404 for an index not configured, 401 without a key; the status shows it running, then done', async () => {
   await seed(Array.from({ length: 200 }, (_, i) => point(3, i, `v-${i}`)));
   const hook = await h.receiver(() => ({ status: 200, delayMs: 30 }));
-  const { base } = await h.outbound('gi-http', [{ url: hook.url }], { Webhooks__BatchMaxSize: '10', Authentication__ApiKeys: 'ops=k1' });
+  const secret = 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0';
+  const { base } = await h.outbound('gi-http', [{ url: hook.url, secret }], { Webhooks__BatchMaxSize: '10', Authentication__ApiKeys: 'ops=k1' });
   const post = (path: string, key?: string) => fetch(`${base}${path}`, { method: 'POST', headers: key === undefined ? {} : { 'X-Api-Key': key } });
   expect((await post('/api/webhooks/0/interrogation')).status).toBe(401);
   const first = await post('/api/webhooks/0/interrogation', 'k1');
@@ -129,6 +131,11 @@ it('POST /api/webhooks/{index}/interrogation: 202 queued, 409 while it runs, 404
     return s!.interrogation === null && s!.lastInterrogationAt !== null ? true : undefined;
   }, 20000, 'the status shows it done');
   expect(hook.delivered().flatMap((q) => bodyOf(q).datapoints.map((x) => x.ioa))).toEqual([...Array(200).keys()]);
+  // an empty stream: P is 0-0; each request signed as any batch is (CONTRACT 4.6, 6.4)
+  expect(hook.delivered().map((q) => q.headers['webhook-id'])).toEqual(Array.from({ length: 20 }, (_, k) => `gi-0-0-${k + 1}`));
+  for (const q of hook.delivered()) {
+    expect(q.headers['webhook-signature']).toBe(sign(secret, String(q.headers['webhook-id']), Number(q.headers['webhook-timestamp']), q.body));
+  }
   // done: another may be asked for
   expect((await post('/api/webhooks/0/interrogation', 'k1')).status).toBe(202);
 });

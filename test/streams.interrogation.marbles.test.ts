@@ -96,6 +96,9 @@ const laneOf = (post: PostBatch, log: string[], events: InterrogationEvent[], o:
 };
 
 const ids = (r: LaneResult) => r.batch.webhookId;
+/** The lane's results as strings, for a marble diagram. */
+const shown = (show: (r: LaneResult) => string) => (s: Observable<LaneResult>) =>
+  new Observable<string>((sub) => s.subscribe({ next: (r) => sub.next(show(r)), complete: () => sub.complete() }));
 
 it('batches read before an interrogation was asked for go first; its requests go in k order; batches read after it wait until its last request was answered', () => {
   const ts = newScheduler();
@@ -107,7 +110,7 @@ it('batches read before an interrogation was asked for go first; its requests go
     // a at 0, b at 1 (both before the ask at 2), c at 3 and d at 50 (after it)
     const batches$ = cold<Batch>('a b - c 46ms d 100ms |', { a: live('1-0'), b: live('2-0'), c: live('3-0'), d: live('4-0') });
     ts.schedule(() => asks.next(g), 2);
-    expectObservable(batches$.pipe(laneOf(webhook(ts, log), log, events, { interrogations: asks }), (s) => new Observable<string>((sub) => s.subscribe({ next: (r) => sub.next(ids(r)), complete: () => sub.complete() })))).toBe(
+    expectObservable(batches$.pipe(laneOf(webhook(ts, log), log, events, { interrogations: asks }), shown(ids))).toBe(
       '10ms a 9ms b 29ms c 9ms d 90ms |', { a: '1-0_1-0', b: '2-0_2-0', c: '3-0_3-0', d: '4-0_4-0' },
     );
   });
@@ -128,7 +131,7 @@ it('a request that fails goes to the backlog as any batch does; the batches behi
     const batches$ = cold<Batch>('a 500ms |', { a: live('1-0') });
     // request 2 is refused (400: not retried)
     const post = webhook(ts, log, (id) => ({ status: id === 'gi-100-0-2' ? 400 : 200 }));
-    expectObservable(batches$.pipe(laneOf(post, log, events, { initial: g }), (s) => new Observable<string>((sub) => s.subscribe({ next: (r) => sub.next(`${ids(r)} ${r.outcome}`), complete: () => sub.complete() })))).toBe(
+    expectObservable(batches$.pipe(laneOf(post, log, events, { initial: g }), shown((r) => `${ids(r)} ${r.outcome}`))).toBe(
       '40ms a 460ms |', { a: '1-0_1-0 delivered' },
     );
   });
@@ -146,7 +149,7 @@ it('a read that fails cuts the run short (cancelled) and begins it again, with a
   ts.run(({ cold, expectObservable }) => {
     const g = interrogation(ts, [['x1'], ['x2']], log, 2);
     const batches$ = cold<Batch>('a 2000ms |', { a: live('1-0') });
-    expectObservable(batches$.pipe(laneOf(webhook(ts, log), log, events, { initial: g }), (s) => new Observable<string>((sub) => s.subscribe({ next: (r) => sub.next(ids(r)), complete: () => sub.complete() })))).toBe(
+    expectObservable(batches$.pipe(laneOf(webhook(ts, log), log, events, { initial: g }), shown(ids))).toBe(
       '1040ms a 960ms |', { a: '1-0_1-0' },
     );
   });
