@@ -1,0 +1,107 @@
+import type { Redis } from 'ioredis';
+import { findAddresses, sortAddresses } from '../src/streams/image';
+import { TestRedis } from './helpers/redis';
+
+/**
+ * The process image's addresses (casdu × 2^24 + ioa) in ascending order without holding the event
+ * loop: a full GET and an interrogation of 1,000,000 points sorted them in one 146 ms piece, and
+ * every live batch of every webhook waited for it.
+ */
+
+const SPAN = 16777216;
+/** A deterministic pseudo-random sequence (the same addresses every run). */
+const lcg = (seed: number) => () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+
+const addresses = (n: number, seed: number): Float64Array => {
+  const next = lcg(seed);
+  const a = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const casdu = i % 7 === 0 ? 65535 : Math.floor(next() * 65536);
+    const ioa = i % 11 === 0 ? 16777215 : i % 13 === 0 ? 0 : Math.floor(next() * SPAN);
+    a[i] = casdu * SPAN + ioa;
+  }
+  // duplicates (SCAN may return a key twice) and both extremes
+  if (n > 10) {
+    a[3] = a[5]!;
+    a[7] = 0;
+    a[9] = 65535 * SPAN + 16777215;
+  }
+  return a;
+};
+
+const numeric = (a: Float64Array): number[] => Array.from(a).sort((x, y) => x - y);
+
+describe('sortAddresses', () => {
+  it.each([0, 1, 2, 100, 16384, 16385, 50_000, 200_003])('%i addresses come out in ascending order, none lost or added', async (n) => {
+    const a = addresses(n, n + 1);
+    const expected = numeric(a);
+    const sorted = await sortAddresses(a);
+    expect(sorted.length).toBe(n);
+    expect(Array.from(sorted)).toEqual(expected);
+  });
+
+  it('addresses within one casdu and within one block of 4,096 ioa values keep their order by ioa', async () => {
+    const a = new Float64Array(40_000);
+    for (let i = 0; i < a.length; i++) a[i] = 20 * SPAN + ((i * 7919) % 4096) + (i % 2) * 4096 * 3;
+    expect(Array.from(await sortAddresses(a))).toEqual(numeric(a));
+  });
+
+  it('lets other work run while it sorts many addresses: immediates and timers queued meanwhile run before it ends', async () => {
+    const a = addresses(200_000, 7);
+    let immediates = 0;
+    let timerRan = false;
+    let sorting = true;
+    const tick = (): void => {
+      immediates++;
+      if (sorting) setImmediate(tick);
+    };
+    setImmediate(tick);
+    setTimeout(() => (timerRan = true), 0);
+    const sorted = sortAddresses(a).finally(() => (sorting = false));
+    await sorted;
+    const during = immediates;
+    // 200,000 addresses: a turn after every 16,384 in each of three counting and three placing
+    // passes, and after every 65,536 touched in the second array: 6 × 13 + 4 = 82 turns
+    expect(during).toBeGreaterThanOrEqual(80);
+    expect(timerRan).toBe(true);
+  });
+
+  it('sorts a small array in place, in one piece', async () => {
+    const a = new Float64Array([5 * SPAN + 1, 3, 5 * SPAN, 2 * SPAN + 9]);
+    const sorted = await sortAddresses(a);
+    expect(sorted).toBe(a);
+    expect(Array.from(sorted)).toEqual([3, 2 * SPAN + 9, 5 * SPAN, 5 * SPAN + 1]);
+  });
+});
+
+describe('findAddresses against a real Redis', () => {
+  let redis: TestRedis;
+  let client: Redis;
+  beforeAll(async () => {
+    redis = await TestRedis.start();
+    client = redis.client();
+  });
+  afterAll(async () => {
+    client.disconnect();
+    await redis.destroy();
+  });
+
+  it('every image key of 40,000 over three casdu values, once each, in casdu then ioa order; other keys left out', async () => {
+    const expected: number[] = [];
+    const pipe = client.pipeline();
+    for (const casdu of [300, 2, 65535]) {
+      for (let k = 0; k < 40_000 / 3; k++) {
+        const ioa = (k * 104729) % SPAN;
+        pipe.set(`process:image:casdu:${casdu}:ioa:${ioa}`, '{}');
+        expected.push(casdu * SPAN + ioa);
+      }
+    }
+    pipe.set('process:image:casdu:7:ioa:x', '{}');
+    pipe.set('process:image:casdu:70000:ioa:1', '{}');
+    pipe.set('connectors:a:config', '{}');
+    await pipe.exec();
+    const found = await findAddresses(client, 'process:image:casdu:*:ioa:*', () => false, undefined, 1_000_000);
+    expect(found).not.toBeNull();
+    expect(Array.from(found!)).toEqual([...new Set(expected)].sort((x, y) => x - y));
+  });
+});
