@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis';
 import { findAddresses, sortAddresses } from '../src/streams/image';
-import { TestRedis } from './helpers/redis';
+import { privateRedis } from './helpers/redis';
 
 /**
  * The process image's addresses (casdu × 2^24 + ioa) in ascending order without holding the event
@@ -75,20 +74,11 @@ describe('sortAddresses', () => {
 });
 
 describe('findAddresses against a real Redis', () => {
-  let redis: TestRedis;
-  let client: Redis;
-  beforeAll(async () => {
-    redis = await TestRedis.start();
-    client = redis.client();
-  });
-  afterAll(async () => {
-    client.disconnect();
-    await redis.destroy();
-  });
+  const r = privateRedis();
 
   it('every image key of 40,000 over three casdu values, once each, in casdu then ioa order; other keys left out', async () => {
     const expected: number[] = [];
-    const pipe = client.pipeline();
+    const pipe = r.client.pipeline();
     for (const casdu of [300, 2, 65535]) {
       for (let k = 0; k < 40_000 / 3; k++) {
         const ioa = (k * 104729) % SPAN;
@@ -100,7 +90,7 @@ describe('findAddresses against a real Redis', () => {
     pipe.set('process:image:casdu:70000:ioa:1', '{}');
     pipe.set('connectors:a:config', '{}');
     await pipe.exec();
-    const found = await findAddresses(client, 'process:image:casdu:*:ioa:*', () => false, undefined, 1_000_000);
+    const found = await findAddresses(r.client, 'process:image:casdu:*:ioa:*', () => false, undefined, 1_000_000);
     expect(found).not.toBeNull();
     expect(Array.from(found!)).toEqual([...new Set(expected)].sort((x, y) => x - y));
   });
