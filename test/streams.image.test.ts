@@ -1,4 +1,4 @@
-import { findAddresses, sortAddresses } from '../src/streams/image';
+import { findAddresses, imageReader, sortAddresses } from '../src/streams/image';
 import { privateRedis } from './helpers/redis';
 
 /**
@@ -93,5 +93,47 @@ describe('findAddresses against a real Redis', () => {
     const found = await findAddresses(r.client, 'process:image:casdu:*:ioa:*', () => false, undefined, 1_000_000);
     expect(found).not.toBeNull();
     expect(Array.from(found!)).toEqual([...new Set(expected)].sort((x, y) => x - y));
+  });
+});
+
+describe('imageReader: what an interrogation sends (CONTRACT 4.6)', () => {
+  const r = privateRedis();
+  const key = (casdu: number, ioa: number) => `process:image:casdu:${casdu}:ioa:${ioa}`;
+  const stored = (casdu: number, ioa: number, type: number) => JSON.stringify({ casdu, ioa, type, value: `${casdu}/${ioa}` });
+  const readAll = async (reader: ReturnType<typeof imageReader>) => {
+    const requests: string[][] = [];
+    for (let points = await reader.next(); points !== null; points = await reader.next()) requests.push(points);
+    return requests;
+  };
+  beforeEach(() => r.client.flushall());
+
+  it('the filter by casdu and ioa (the key) and by type (the stored point), sorted by casdu then ioa, at most maxSize a request; values that are not JSON objects and keys of another type left out', async () => {
+    const pipe = r.client.pipeline();
+    for (const casdu of [12, 3, 7]) for (let ioa = 0; ioa < 10; ioa++) pipe.set(key(casdu, ioa), stored(casdu, ioa, ioa % 2 === 0 ? 36 : 1));
+    pipe.set(key(3, 4), 'not json');
+    pipe.set(key(3, 6), '[1,2]');
+    pipe.set(key(7, 2), 'null');
+    pipe.set(key(7, 8), '"text"');
+    pipe.del(key(12, 0));
+    pipe.hset(key(12, 0), 'a', '1');
+    pipe.set(key(12, 2), JSON.stringify({ casdu: 12, ioa: 2, value: 'no type' }));
+    await pipe.exec();
+    const reader = imageReader(r.client, { casdu: [[3, 3], [7, 12]], ioa: [[0, 8]], types: [[36, 36]] }, 4);
+    const requests = await readAll(reader);
+    expect(requests.map((q) => q.length)).toEqual([4, 4, 1]);
+    const sent = requests.flat().map((v) => JSON.parse(v) as { casdu: number; ioa: number; type: number });
+    expect(sent.map((p) => `${p.casdu}:${p.ioa}`)).toEqual(['3:0', '3:2', '3:8', '7:0', '7:4', '7:6', '12:4', '12:6', '12:8']);
+    expect(sent.every((p) => p.type === 36)).toBe(true);
+    // each point goes out exactly as stored
+    expect(requests.flat()).toContain(stored(7, 4, 36));
+  });
+
+  it('without a filter: every point that is a JSON object; an empty image gives no request; a cancelled reader reads nothing more', async () => {
+    expect(await readAll(imageReader(r.client, undefined, 10))).toEqual([]);
+    await r.client.mset(key(2, 1), stored(2, 1, 1), key(1, 5), stored(1, 5, 30), key(1, 16777215), stored(1, 16777215, 13), key(1, 6), '[1]', key(1, 7), 'null', key(2, 0), 'oops');
+    expect((await readAll(imageReader(r.client, undefined, 10))).flat().map((v) => (JSON.parse(v) as { ioa: number }).ioa)).toEqual([5, 16777215, 1]);
+    const cancelled = imageReader(r.client, undefined, 10);
+    cancelled.cancel();
+    expect(await cancelled.next()).toBeNull();
   });
 });
