@@ -56,6 +56,8 @@ const image = async (keep: (p: Point) => boolean) => {
   return state;
 };
 const sorted = (m: Map<string, string>) => [...m.entries()].sort();
+/** An interrogation request's `k` (its webhook-id's last part). */
+const kOf = (q: { headers: Record<string, unknown> }) => Number(String(q.headers['webhook-id']).split('-').at(-1));
 
 it('a late webhook with initialState gets its filtered image first (sorted, in requests of BatchMaxSize), then the live changes; it ends holding the image; a restart does not repeat it', async () => {
   const keep = (p: Point) => p.casdu === 1 && p.ioa <= 19;
@@ -75,7 +77,9 @@ it('a late webhook with initialState gets its filtered image first (sorted, in r
   await eventually(async () => (JSON.stringify(sorted(held(hook))) === JSON.stringify(sorted(await image(keep))) ? true : undefined), 20000, 'the receiver holds the image');
 
   const requests = hook.delivered();
-  const gi = requests.filter((q) => String(q.headers['webhook-id']).startsWith('gi-'));
+  // MaxInFlight requests go at once, so they may arrive in any order: in k order here (the lane's
+  // own order is the marble tests' subject)
+  const gi = requests.filter((q) => String(q.headers['webhook-id']).startsWith('gi-')).sort((x, y) => kOf(x) - kOf(y));
   // P: the newest entry when it began (the one before the start, or a live one already appended)
   const P = /^gi-([0-9]+-[0-9]+)-1$/.exec(String(gi[0]!.headers['webhook-id']))![1]!;
   expect(P === p || live.includes(P)).toBe(true);
@@ -105,6 +109,48 @@ it('a late webhook with initialState gets its filtered image first (sorted, in r
   expect(hook.requests.slice(before).map((q) => String(q.headers['webhook-id'])).filter((id) => id.startsWith('gi-'))).toEqual([]);
 });
 
+it('a SIGTERM while the interrogation\'s thread waits for an answer: exit 0; not recorded, so the next start begins it again (a new P) and completes it', async () => {
+  await seed(Array.from({ length: 30 }, (_, i) => point(5, i, `s-${i}`)));
+  let hang = true;
+  const hook = await h.receiver(() => (hang ? 'hang' : { status: 200 }));
+  const cfg = { url: hook.url, initialState: true };
+  const env = { Webhooks__BatchMaxSize: '10', Webhooks__TimeoutMilliseconds: '60000', Webhooks__StopTimeoutMilliseconds: '500' };
+  const { c } = await h.outbound('gi-stop', [cfg], env);
+  await eventually(() => (hook.requests.length > 0 ? true : undefined), 20000, 'the first request');
+  expect(await c.stop('SIGTERM')).toBe(0);
+  expect(await h.r.client.hget('connectors:gi-stop:interrogated', hook.url)).toBeNull();
+  const [cut] = await write([point(6, 1, 'between')]);
+  hang = false;
+  await h.outbound('gi-stop', [cfg], env);
+  await eventually(async () => ((await h.r.client.hget('connectors:gi-stop:interrogated', hook.url)) === cut ? true : undefined), 20000, 'recorded under the new P');
+  const gi = hook.delivered().filter((q) => String(q.headers['webhook-id']).startsWith(`gi-${cut}-`)).sort((x, y) => kOf(x) - kOf(y));
+  expect(gi.map((q) => q.headers['webhook-id'])).toEqual([1, 2, 3, 4].map((k) => `gi-${cut}-${k}`));
+  expect(gi.flatMap((q) => bodyOf(q).datapoints.map((x) => `${x.casdu}:${x.ioa}`))).toEqual([...Array.from({ length: 30 }, (_, i) => `5:${i}`), '6:1']);
+});
+
+it('a request the receiver fails goes to the backlog with its points (its body, held by the thread, taken for it) and is redriven from there; the receiver ends holding the image', async () => {
+  await seed(Array.from({ length: 30 }, (_, i) => point(7, i, `b-${i}`)));
+  // request 2 of the interrogation: 503 for both of its attempts, 200 when the backlog redrives it
+  const tries = new Map<string, number>();
+  const hook = await h.receiver((_, r) => {
+    const id = String(r.headers['webhook-id']);
+    const n = (tries.get(id) ?? 0) + 1;
+    tries.set(id, n);
+    return /^gi-.*-2$/.test(id) && n <= 2 ? { status: 503 } : { status: 200 };
+  });
+  const cfg = { url: hook.url, initialState: true };
+  await h.outbound('gi-backlog', [cfg], { Webhooks__BatchMaxSize: '10', Webhooks__MaxAttempts: '2', Webhooks__ProbeIntervalSeconds: '1' });
+  await eventually(() => (held(hook).size === 30 ? true : undefined), 20000, 'the receiver holds the image');
+  const second = hook.requests.filter((q) => /^gi-.*-2$/.test(String(q.headers['webhook-id'])));
+  expect(second.map((q) => q.status)).toEqual([503, 503, 200]);
+  // the redriven one is the same request: the same points, as the thread made them
+  expect(new Set(second.map((q) => q.body)).size).toBe(1);
+  expect(bodyOf(second[2]!).datapoints.map((x) => x.ioa)).toEqual([...Array(10).keys()].map((i) => i + 10));
+  expect(bodyOf(second[2]!).cause).toBe('interrogation');
+  expect([...held(hook).entries()].sort()).toEqual(Array.from({ length: 30 }, (_, i) => [`7:${i}`, `b-${i}`]).sort());
+  await eventually(async () => ((await h.r.client.hget('connectors:gi-backlog:interrogated', hook.url)) !== null ? true : undefined), 20000, 'recorded');
+});
+
 it('POST /api/webhooks/{index}/interrogation: 202 queued, 409 while it runs, 404 for an index not configured, 401 without a key; the status shows it running, then done', async () => {
   await seed(Array.from({ length: 200 }, (_, i) => point(3, i, `v-${i}`)));
   const hook = await h.receiver(() => ({ status: 200, delayMs: 30 }));
@@ -130,9 +176,11 @@ it('POST /api/webhooks/{index}/interrogation: 202 queued, 409 while it runs, 404
     const [s] = ((await (await fetch(`${base}/api/webhooks`, { headers: { 'X-Api-Key': 'k1' } })).json()) as { webhooks: Array<{ interrogation: unknown; lastInterrogationAt: unknown }> }).webhooks;
     return s!.interrogation === null && s!.lastInterrogationAt !== null ? true : undefined;
   }, 20000, 'the status shows it done');
-  expect(hook.delivered().flatMap((q) => bodyOf(q).datapoints.map((x) => x.ioa))).toEqual([...Array(200).keys()]);
+  // in k order (MaxInFlight requests go at once and may arrive in any order)
+  const byK = [...hook.delivered()].sort((x, y) => kOf(x) - kOf(y));
+  expect(byK.flatMap((q) => bodyOf(q).datapoints.map((x) => x.ioa))).toEqual([...Array(200).keys()]);
   // an empty stream: P is 0-0; each request signed as any batch is (CONTRACT 4.6, 6.4)
-  expect(hook.delivered().map((q) => q.headers['webhook-id'])).toEqual(Array.from({ length: 20 }, (_, k) => `gi-0-0-${k + 1}`));
+  expect(byK.map((q) => q.headers['webhook-id'])).toEqual(Array.from({ length: 20 }, (_, k) => `gi-0-0-${k + 1}`));
   for (const q of hook.delivered()) {
     expect(q.headers['webhook-signature']).toBe(sign(secret, String(q.headers['webhook-id']), Number(q.headers['webhook-timestamp']), q.body));
   }

@@ -1,4 +1,4 @@
-import { NEVER, Observable, of, Subject, throwError } from 'rxjs';
+import { map, NEVER, Observable, of, Subject, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import type { PostBatch, WebhookResponse } from '../src/streams/answers';
 import { REDRIVABLE, byStreamOrder, type BacklogItem, type LaneBacklog } from '../src/streams/backlog';
@@ -22,7 +22,7 @@ const backlogOf = (log: string[]): LaneBacklog => {
   return {
     append: (b, reason) => {
       entries.push({ id: `${++n}-0`, webhookId: b.webhookId, attempts: 1, reason, body: b.body });
-      log.push(`backlog ${b.webhookId} ${reason}`);
+      log.push(`backlog ${b.webhookId} ${reason}${b.body.startsWith('{"k"') ? ` ${b.body}` : ''}`);
       return of(1);
     },
     pending: () => of(entries.filter((e) => REDRIVABLE.has(e.reason)).sort(byStreamOrder)),
@@ -139,6 +139,44 @@ it('a request that fails goes to the backlog as any batch does; the batches behi
     'POST gi-100-0-1 @0', 'POST gi-100-0-2 @10', 'backlog gi-100-0-2 refused', 'POST gi-100-0-3 @20', 'completed P=100-0 @30', 'POST 1-0_1-0 @30',
   ]);
   expect(events.at(-1)).toEqual({ kind: 'completed', cause: 'interrogation', requests: 3 });
+});
+
+it('a run with a sender of its own (a thread that holds the bodies) gets every attempt of its requests, retries included, and gives a failed one its body for the backlog; live batches still go by the lane\'s post', () => {
+  const ts = newScheduler();
+  const log: string[] = [];
+  const events: InterrogationEvent[] = [];
+  ts.run(({ cold, expectObservable }) => {
+    const g = interrogation(ts, [['x1'], ['x2']], log);
+    // the run's own sender: request 1 answers 503, then 200; request 2 is refused (400)
+    const own = webhook(ts, log, (id, n) => ({ status: id === 'gi-100-0-1' && n === 1 ? 503 : id === 'gi-100-0-2' ? 400 : 200 }));
+    const threaded: Interrogation = {
+      cause: g.cause,
+      begin: () => {
+        const run = g.begin();
+        // the lane's batches carry no body; the sender has it
+        const bare = (): Observable<Batch | null> => run.next().pipe(map((b) => (b === null ? null : { ...b, body: '' })));
+        return {
+          ...run,
+          next: bare,
+          sender: {
+            post: (b) => (log.push(`thread ${b.webhookId} body '${b.body}'`), own(b)),
+            withBody: (b) => (log.push(`withBody ${b.webhookId}`), of({ ...b, body: `{"k":"${b.webhookId}"}` })),
+          },
+        };
+      },
+    };
+    const lanePost: PostBatch = (b) => (log.push(`lane ${b.webhookId}`), webhook(ts, log)(b));
+    const batches$ = cold<Batch>('a 500ms |', { a: live('1-0') });
+    expectObservable(batches$.pipe(laneOf(lanePost, log, events, { initial: threaded }), shown((r) => `${ids(r)} ${r.outcome}`))).toBe(
+      '140ms a 360ms |', { a: '1-0_1-0 delivered' },
+    );
+  });
+  // 503 at 10, retried after the backoff (100) at 110, answered at 120; request 2 at 120-130, refused
+  expect(log.filter((l) => !l.startsWith('begin') && !l.startsWith('POST'))).toEqual([
+    "thread gi-100-0-1 body ''", "thread gi-100-0-1 body ''", "thread gi-100-0-2 body ''", 'withBody gi-100-0-2', 'backlog gi-100-0-2 refused {"k":"gi-100-0-2"}',
+    'completed P=100-0 @130', 'lane 1-0_1-0',
+  ]);
+  expect(events.at(-1)).toEqual({ kind: 'completed', cause: 'interrogation', requests: 2 });
 });
 
 it('a read that fails cuts the run short (cancelled) and begins it again, with a new P, after the probe interval; the batches behind wait for it', () => {

@@ -1,6 +1,12 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { BehaviorSubject, distinctUntilChanged, filter, firstValueFrom, type Observable } from 'rxjs';
-import type { Logger } from './logger';
+
+/** What a connection logs through: the connector's logger, or a thread's messages to it (`imageThread.ts`). */
+export interface DatastoreLog {
+  info(fields: Record<string, unknown>, msg: string): void;
+  warn(fields: Record<string, unknown>, msg: string): void;
+  error(fields: Record<string, unknown>, msg: string): void;
+}
 
 /** A Redis connection and its state as an observable (true while commands can be sent). */
 export interface Datastore {
@@ -38,7 +44,7 @@ export const needsOperator = (err: Error): boolean =>
  * disconnected (no offline queue, no resend of unanswered commands), so callers answer 503
  * instead of hanging, and a MULTI that may not have run is never sent twice.
  */
-export const connectDatastore = (options: RedisOptions, retrySeconds: number, log: Logger, role = 'main'): Datastore => {
+export const connectDatastore = (options: RedisOptions, retrySeconds: number, log: DatastoreLog, role = 'main'): Datastore => {
   const state = new BehaviorSubject(false);
   const client = new Redis({
     ...options,

@@ -13,7 +13,7 @@ import { pushPipeline$ } from '../streams/pipeline';
 import { readUpdates$ } from '../streams/reader';
 import { redisStreamPort } from '../streams/redisPort';
 import { deliveryDefaults, makeSubscriptions, type Subscription } from '../streams/subscription';
-import { webhookClient } from '../streams/webhookClient';
+import { deliveryTraces, webhookClient } from '../streams/webhookClient';
 import type { InterrogationEvent } from '../streams/interrogation';
 import { VERSION } from '../version';
 import { incrementalCollector } from './collector';
@@ -22,8 +22,10 @@ import { connectDatastore } from './datastore';
 import { pushObserver } from './pushObserver';
 import { laneObserver, makeStatusBoard, type WebhookStatus } from './webhookStatus';
 import { makeInterrogations, type Interrogations } from './interrogations';
+import { imageThread } from './imageThread';
 
 const LOSS_CHECK_MS = 5000;
+const USER_AGENT = `rest-connectors/${VERSION}`;
 
 /** The push side, wired: per subscription a client, a backlog, an observer and a lane; then the reader and the pipeline. */
 const startPush = (ctx: ConnectorContext, subscriptions: readonly Subscription[], board: WebhookStatus[], interrogations: Interrogations): Background => {
@@ -53,7 +55,7 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly Subscription[]
     const observer = { ...status, interrogation: (e: InterrogationEvent) => (status.interrogation?.(e), interrogations.event(s.index, e)) };
     // CONTRACT 9: with tracing on, a span per request linked to its entries, and traceparent sent
     const traced = ctx.tracing === undefined ? undefined : { tracing: ctx.tracing, group };
-    return { s, backlog, observer, client: webhookClient(s, `rest-connectors/${VERSION}`, Date.now, traced) };
+    return { s, backlog, observer, client: webhookClient(s, USER_AGENT, Date.now, traced) };
   });
 
   const tracker = makeLossTracker();
@@ -169,13 +171,19 @@ export const buildOutbound = (ctx: ConnectorContext): ConnectorParts => {
   const subscriptions = makeSubscriptions(ctx.settings.webhooks, deliveryDefaults(ctx.startup.webhooks), ctx.webhookFiles);
   const board = makeStatusBoard(subscriptions);
   const collect = incrementalCollector();
+  const pushLog = ctx.log.child({ component: 'push' });
+  // CONTRACT 9: an interrogation's requests get their spans here, as every other request does
+  const traced = ctx.tracing === undefined ? undefined : { tracing: ctx.tracing, group: groupName(ctx.startup.id) };
   const interrogations = makeInterrogations({
-    redis: ctx.datastore.client, connectorId: ctx.startup.id, consumer: ctx.startup.datastore.consumerName, maxSize: ctx.startup.webhooks.batchMaxSize,
-    collect, retryMs: Math.round(ctx.startup.datastore.connectionRetrySeconds * 1000),
-    imageConnection: () => connectDatastore(
-      { ...ctx.redisOptions, commandTimeout: ctx.startup.datastore.commandTimeoutMilliseconds }, ctx.startup.datastore.connectionRetrySeconds, ctx.log, 'image-reader',
-    ),
-    onError: (what, err) => ctx.log.warn({ component: 'push', err: err.message }, `${what} failed; trying again`),
+    redis: ctx.datastore.client, connectorId: ctx.startup.id, consumer: ctx.startup.datastore.consumerName, collect,
+    retryMs: Math.round(ctx.startup.datastore.connectionRetrySeconds * 1000),
+    thread: (s, cause, p) => imageThread({
+      redis: { ...ctx.redisOptions, commandTimeout: ctx.startup.datastore.commandTimeoutMilliseconds },
+      retrySeconds: ctx.startup.datastore.connectionRetrySeconds,
+      subscription: { index: s.index, webhook: s.webhook, settings: s.settings, files: s.files },
+      userAgent: USER_AGENT, cause, p, maxSize: ctx.startup.webhooks.batchMaxSize,
+    }, { log: (level, fields, msg) => pushLog[level](fields, msg), trace: deliveryTraces(s, traced) }),
+    onError: (what, err) => pushLog.warn({ err: err.message }, `${what} failed; trying again`),
   }, subscriptions);
   return {
     dataRoutes: [

@@ -9,7 +9,7 @@ import type { WebhookState } from './laneState';
 import { makeLimiter } from './limiter';
 import { rateGate } from './rateGate';
 import type { Subscription } from './subscription';
-import { pullEach, type Interrogation, type InterrogationEvent } from './interrogation';
+import { pullEach, type Interrogation, type InterrogationEvent, type RunSender } from './interrogation';
 import { classifyError, classifyResponse, type AttemptResult, type PostBatch, type WebhookResponse } from './answers';
 
 /**
@@ -127,12 +127,18 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
       report();
     };
 
-    /** Invariant 8: the batch is dead-lettered once its entry is written (the append retries until it is). */
-    const toBacklog$ = (batch: Batch, reason: BacklogReason, error: string, attempts: number): Observable<LaneResult> =>
-      defer(() => o.backlog.append(batch, reason, error, attempts)).pipe(
-        // the live append retries by itself; a port that fails anyway is tried again, never skipped
-        retry({ delay: () => timer(settings.probeIntervalMs, scheduler) }),
-        last(null, null),
+    /**
+     * Invariant 8: the batch is dead-lettered once its entry is written (the append retries until it
+     * is). An interrogation run's request gets its body from the run's sender first (one that cannot
+     * give it fails the run, which is begun again).
+     */
+    const toBacklog$ = (batch: Batch, reason: BacklogReason, error: string, attempts: number, sender?: RunSender): Observable<LaneResult> =>
+      (sender === undefined ? of(batch) : sender.withBody(batch)).pipe(
+        mergeMap((whole) => defer(() => o.backlog.append(whole, reason, error, attempts)).pipe(
+          // the live append retries by itself; a port that fails anyway is tried again, never skipped
+          retry({ delay: () => timer(settings.probeIntervalMs, scheduler) }),
+          last(null, null),
+        )),
         map(() => {
           const [next, { wake }] = L.appended(state, reason);
           state = next;
@@ -142,8 +148,8 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
         }),
       );
 
-    /** One request in a slot; the answer classified. */
-    const send$ = (batch: Batch): Observable<{ r: AttemptResult; seconds: number }> => {
+    /** One request in a slot; the answer classified. `post`: an interrogation run's own (4.6), else the lane's. */
+    const send$ = (batch: Batch, post: PostBatch = o.post): Observable<{ r: AttemptResult; seconds: number }> => {
       let started = 0;
       return limiter.run(
         defer(turn$).pipe(
@@ -153,7 +159,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
             if (state.disabled) return of(NOT_SENT);
             started = scheduler.now();
             report();
-            return o.post(batch);
+            return post(batch);
           }),
         ).pipe(
           map((answer) => (answer === NOT_SENT ? DISABLED : classifyResponse(answer, scheduler.now()))),
@@ -165,8 +171,8 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
     };
 
     /** Attempts with the usual retries; ends delivered, or failed with the reason and attempts. */
-    const attempts$ = (batch: Batch, n: number): Observable<{ ok: true } | { ok: false; retryable: boolean; error: string; attempts: number; gone?: true }> =>
-      send$(batch).pipe(
+    const attempts$ = (batch: Batch, n: number, post?: PostBatch): Observable<{ ok: true } | { ok: false; retryable: boolean; error: string; attempts: number; gone?: true }> =>
+      send$(batch, post).pipe(
         mergeMap(({ r, seconds }) => {
           const willRetry = !r.ok && r.retryable && n < settings.maxAttempts;
           if (r !== DISABLED) o.observer.attempt(r, n, seconds, willRetry);
@@ -177,7 +183,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
             return timer(r.retryAfterMs ?? o.backoff(n), scheduler).pipe(
               mergeMap(() => {
                 state = L.retryDue(state);
-                return attempts$(batch, n + 1);
+                return attempts$(batch, n + 1, post);
               }),
             );
           }
@@ -185,17 +191,17 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
         }),
       );
 
-    const live$ = (batch: Batch): Observable<LaneResult> =>
-      attempts$(batch, 1).pipe(
+    const live$ = (batch: Batch, sender?: RunSender): Observable<LaneResult> =>
+      attempts$(batch, 1, sender?.post).pipe(
         mergeMap((end) => {
           if (end.ok) {
             succeeded();
             o.observer.finished(batch, 'delivered', 1);
             return of(result(batch, 'delivered'));
           }
-          if (end.gone) return concat(disable().pipe(ignoreElements()), toBacklog$(batch, 'disabled', end.error, end.attempts));
+          if (end.gone) return concat(disable().pipe(ignoreElements()), toBacklog$(batch, 'disabled', end.error, end.attempts, sender));
           failed();
-          return toBacklog$(batch, end.retryable ? 'exhausted' : 'refused', end.error, end.attempts);
+          return toBacklog$(batch, end.retryable ? 'exhausted' : 'refused', end.error, end.attempts, sender);
         }),
       );
 
@@ -309,17 +315,17 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
      * (invariants 1–4); a live batch after the interrogations asked for before it (10), an
      * interrogation's own request (`inOrder` false) at once.
      */
-    const handle$ = (batch: Batch, part: Batch | null, done: boolean, inOrder = true): Observable<LaneResult> => {
+    const handle$ = (batch: Batch, part: Batch | null, done: boolean, inOrder = true, sender?: RunSender): Observable<LaneResult> => {
       const [next, arrival] = L.arrive(state, settings, part === null || done);
       state = next;
       switch (arrival.kind) {
         case 'skip':
           return of(result(batch, 'skipped'));
         case 'backlog':
-          return toBacklog$(part!, arrival.reason, arrival.error, 0).pipe(map(asBatch(batch)));
+          return toBacklog$(part!, arrival.reason, arrival.error, 0, sender).pipe(map(asBatch(batch)));
         case 'live': {
           o.observer.queueDepth(state.depth);
-          const work$ = live$(part!).pipe(
+          const work$ = live$(part!, sender).pipe(
             map(asBatch(batch)),
             finalize(() => {
               state = L.liveFinished(state);
@@ -355,7 +361,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
         observe({ kind: 'started', cause: g.cause });
         const request$ = (b: Batch) => {
           requests++;
-          return handle$(b, b, false, false).pipe(tap((r) => r.outcome === 'delivered' && observe({ kind: 'sent', points: b.size })));
+          return handle$(b, b, false, false, run.sender).pipe(tap((r) => r.outcome === 'delivered' && observe({ kind: 'sent', points: b.size })));
         };
         return concat(pullEach(() => run.next(), settings.maxInFlight, request$), defer(() => run.completed()).pipe(ignoreElements())).pipe(
           tap({ complete: () => ((ended = true), observe(run.skipped?.() === true ? { kind: 'skipped' } : { kind: 'completed', cause: g.cause, requests })) }),

@@ -1,4 +1,5 @@
 import { defaultIfEmpty, Observable, Subscription as RxSubscription, take } from 'rxjs';
+import type { PostBatch } from './answers';
 import type { Batch } from './batches';
 
 /**
@@ -24,6 +25,18 @@ export interface InterrogationRun {
   cancel(): void;
   /** After its end: true when there was nothing to do (an initial one already done, by this URL's earlier run or a replica). */
   skipped?(): boolean;
+  /** How its requests are sent, when not by the lane's own `post` (a run that reads and sends on a thread of its own). */
+  readonly sender?: RunSender;
+}
+
+/**
+ * A run's own sender: its requests' bodies stay where they were made (a thread), so the batches the
+ * lane handles carry none; `withBody` gives one its body, for the backlog (once: the sender lets
+ * it go then, as it does when a request is answered 2xx).
+ */
+export interface RunSender {
+  readonly post: PostBatch;
+  withBody(batch: Batch): Observable<Batch>;
 }
 
 /** What the lane tells its observer of interrogations (the status, the metric, the log). */
@@ -39,11 +52,18 @@ export const interrogationId = (cause: InterrogationCause, p: string, k: number)
 
 const NONE: ReadonlySet<string> = new Set();
 
-/** Request `k` of a run: the points as stored, and the cause in the body (live batches carry none). */
-export const interrogationBatch = (cause: InterrogationCause, p: string, k: number, points: readonly string[]): Batch => {
+/** A request's body: the points as stored, and the cause (live batches carry none). */
+export const interrogationBody = (cause: InterrogationCause, points: readonly string[]): string => `{"datapoints":[${points.join(',')}],"cause":"${cause}"}`;
+
+/** Request `k` of a run, its body made already (`interrogationBody`) with `size` points. */
+export const interrogationRequest = (cause: InterrogationCause, p: string, k: number, body: string, size: number): Batch => {
   const webhookId = interrogationId(cause, p, k);
-  return { webhookId, first: webhookId, ids: [], body: `{"datapoints":[${points.join(',')}],"cause":"${cause}"}`, size: points.length, recorded: true, done: NONE };
+  return { webhookId, first: webhookId, ids: [], body, size, recorded: true, done: NONE };
 };
+
+/** Request `k` of a run, of these points. */
+export const interrogationBatch = (cause: InterrogationCause, p: string, k: number, points: readonly string[]): Batch =>
+  interrogationRequest(cause, p, k, interrogationBody(cause, points), points.length);
 
 /**
  * Pulls items with `next` one at a time and runs `work` on each, at most `concurrency` at once:

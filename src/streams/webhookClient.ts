@@ -46,6 +46,11 @@ const bytesOf = (batch: Batch): Buffer => {
 
 export interface WebhookClient {
   readonly post: PostBatch;
+  /**
+   * A request whose spans another thread keeps (an interrogation's, `src/runtime/imageThread.ts`):
+   * `traceparent`, when given, goes out as the context of the caller's client span.
+   */
+  postAs(batch: Batch, traceparent: string | undefined): ReturnType<PostBatch>;
   close(): void;
 }
 
@@ -65,17 +70,21 @@ export interface ClientTracing {
  * counts. Aborted when the subscriber unsubscribes (graceful-stop deadline). Any HTTP status is an
  * answer (the lane classifies it); redirects are not followed, so a 3xx is an answer too.
  */
-export const webhookClient = (
-  sub: Pick<Subscription, 'index' | 'webhook' | 'settings' | 'files'>, userAgent: string, now: () => number = Date.now, traced?: ClientTracing,
-): WebhookClient => {
+/** The `process process:updates` span of one request (CONTRACT 9), linked to its entries' contexts; none without tracing. */
+export const deliveryTraces = (sub: Pick<Subscription, 'index' | 'webhook'>, traced: ClientTracing | undefined): ((batch: Batch) => DeliveryTrace | undefined) => {
+  if (traced === undefined) return () => undefined;
+  const spanUrl = safeUrl(sub.webhook.url);
+  return (batch) => traced.tracing.delivery({
+    webhook: sub.index, url: spanUrl, webhookId: batch.webhookId, group: traced.group,
+    points: batch.size > 0 ? batch.size : bodyPoints(batch.body), entries: batch.traces ?? [],
+  });
+};
+
+export type ClientSubscription = Pick<Subscription, 'index' | 'webhook' | 'settings' | 'files'>;
+
+export const webhookClient = (sub: ClientSubscription, userAgent: string, now: () => number = Date.now, traced?: ClientTracing): WebhookClient => {
   const { webhook } = sub;
-  const spanUrl = traced === undefined ? '' : safeUrl(webhook.url);
-  /** The `process process:updates` span of one request (CONTRACT 9), linked to its entries' contexts. */
-  const deliveryTrace = (batch: Batch): DeliveryTrace | undefined =>
-    traced?.tracing.delivery({
-      webhook: sub.index, url: spanUrl, webhookId: batch.webhookId, group: traced.group,
-      points: batch.size > 0 ? batch.size : bodyPoints(batch.body), entries: batch.traces ?? [],
-    });
+  const deliveryTrace = deliveryTraces(sub, traced);
   const timeoutMs = sub.settings.timeoutMs;
   const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
   // CONTRACT 4.5: the webhook's own CA, client certificate and server name, when it has them
@@ -95,7 +104,7 @@ export const webhookClient = (
     decompress: false,
     proxy: false,
   });
-  const post: PostBatch = (batch) =>
+  const postAs = (batch: Batch, parent: string | undefined): ReturnType<PostBatch> =>
     new Observable((subscriber) => {
       const controller = new AbortController();
       let body: Readable | undefined;
@@ -118,8 +127,9 @@ export const webhookClient = (
         } else controller.abort();
       }, timeoutMs);
       const timestamp = Math.floor(now() / 1000);
-      const headers = requestHeaders(webhook, batch, timestamp, userAgent);
-      const trace = deliveryTrace(batch);
+      const own = requestHeaders(webhook, batch, timestamp, userAgent);
+      const headers = parent === undefined ? own : { ...own, traceparent: parent };
+      const trace = parent === undefined ? deliveryTrace(batch) : undefined;
       let traceOpen = trace !== undefined;
       const endTrace = (o: { status?: number; error?: string }) => {
         if (traceOpen) trace!.end(o);
@@ -192,7 +202,8 @@ export const webhookClient = (
       };
     });
   return {
-    post,
+    post: (batch) => postAs(batch, undefined),
+    postAs,
     close: () => {
       httpAgent.destroy();
       httpsAgent.destroy();
