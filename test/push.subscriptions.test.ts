@@ -261,6 +261,30 @@ it('mutual TLS: a receiver that requires a client certificate accepts ours; a co
   }
 });
 
+it('an interrogation, sent from its own thread, over mutual TLS with an OAuth 2.0 token: the image arrives with our client certificate and a token the endpoint issued', async () => {
+  const te = await tokenEndpoint({ expiresIn: () => 3600 });
+  const r = await tlsReceiver(true, (_n, q) => (te.issued.includes(String(q.headers.authorization ?? '').replace(/^Bearer /, '')) ? { status: 200 } : { status: 401 }));
+  try {
+    const pairs: string[] = [];
+    for (let i = 0; i < 25; i++) pairs.push(`process:image:casdu:3:ioa:${i}`, JSON.stringify({ casdu: 3, ioa: i, type: 36, value: i }));
+    await h.r.client.mset(...pairs);
+    const dir = mkdtempSync(join(tmpdir(), 'rc-gi-tls-'));
+    writeFileSync(join(dir, 'secret'), 's3cret pass!\n');
+    const tls = { caFile: certs.ca, certFile: certs.clientCert, keyFile: certs.clientKey, serverName: 'redis.test' };
+    const auth = { oauth2: { tokenUrl: te.url, clientId: 'plant:client', clientSecretFile: join(dir, 'secret') } };
+    await h.outbound('gi-tls', [{ url: r.url, tls, auth, initialState: true }], { Webhooks__BatchMaxSize: '10' });
+    await eventually(async () => ((await h.r.client.hget('connectors:gi-tls:interrogated', r.url)) !== null ? true : undefined), 20000, 'the interrogation recorded');
+    const gi = r.delivered().filter((q) => String(q.headers['webhook-id']).startsWith('gi-'));
+    expect(gi).toHaveLength(3);
+    expect(gi.flatMap((q) => (JSON.parse(q.body) as { datapoints: Array<{ ioa: number }> }).datapoints.map((p) => p.ioa)).sort((a, b) => a - b)).toEqual([...Array(25).keys()]);
+    expect(gi.every((q) => q.clientCn === 'rest-connectors')).toBe(true);
+    expect(r.requests.every((q) => q.status === 200)).toBe(true);
+  } finally {
+    await r.close();
+    await te.close();
+  }
+});
+
 it('a receiver whose certificate has expired: the attempt fails as a network error and the log says so', async () => {
   const { execFileSync } = await import('node:child_process');
   const d = certs.dir;
