@@ -83,11 +83,17 @@ const webhook = (ts: TestScheduler, log: string[], answer: (id: string, n: numbe
   };
 };
 
-const laneOf = (post: PostBatch, log: string[], events: InterrogationEvent[], o: { initial?: Interrogation; interrogations?: Observable<Interrogation>; maxInFlight?: number } = {}) => {
+const laneOf = (
+  post: PostBatch, log: string[], events: InterrogationEvent[],
+  o: { initial?: Interrogation; interrogations?: Observable<Interrogation>; maxInFlight?: number; maxRequestsPerSecond?: number } = {},
+) => {
   const url = 'http://a/';
   const subscription: Subscription = {
     index: 0, webhook: { url, headers: {}, secrets: [] }, key: webhookKey(0, url), host: 'a', files: {},
-    settings: { maxAttempts: 2, maxInFlight: o.maxInFlight ?? 1, queueCap: 1000, circuitThreshold: 1000, probeIntervalMs: 1000, autoRedrive: false, timeoutMs: 1000 },
+    settings: {
+      maxAttempts: 2, maxInFlight: o.maxInFlight ?? 1, queueCap: 1000, circuitThreshold: 1000, probeIntervalMs: 1000, autoRedrive: false, timeoutMs: 1000,
+      ...(o.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: o.maxRequestsPerSecond } : {}),
+    },
   };
   return webhookLane({
     subscription, post, backoff: () => 100, backlog: backlogOf(log), observer: quiet(events),
@@ -177,6 +183,23 @@ it('a run with a sender of its own (a thread that holds the bodies) gets every a
     'completed P=100-0 @130', 'lane 1-0_1-0',
   ]);
   expect(events.at(-1)).toEqual({ kind: 'completed', cause: 'interrogation', requests: 2 });
+});
+
+it('the rate cap holds for a run with a sender of its own: its requests wait for their turn as live batches do, MaxInFlight notwithstanding', () => {
+  const ts = newScheduler();
+  const log: string[] = [];
+  const events: InterrogationEvent[] = [];
+  ts.run(({ cold, expectObservable }) => {
+    const g = interrogation(ts, [['x1'], ['x2'], ['x3']], log);
+    const own = webhook(ts, log);
+    const threaded: Interrogation = { cause: g.cause, begin: () => ({ ...g.begin(), sender: { post: own, withBody: (b) => of(b) } }) };
+    const batches$ = cold<Batch>('a 8000ms |', { a: live('1-0') });
+    // one request in any 2 s (0.5 a second), four slots
+    expectObservable(batches$.pipe(laneOf(webhook(ts, log), log, events, { initial: threaded, maxInFlight: 4, maxRequestsPerSecond: 0.5 }), shown(ids))).toBe(
+      '6010ms a 1990ms |', { a: '1-0_1-0' },
+    );
+  });
+  expect(log.filter((l) => l.startsWith('POST'))).toEqual(['POST gi-100-0-1 @0', 'POST gi-100-0-2 @2000', 'POST gi-100-0-3 @4000', 'POST 1-0_1-0 @6000']);
 });
 
 it('a read that fails cuts the run short (cancelled) and begins it again, with a new P, after the probe interval; the batches behind wait for it', () => {

@@ -2,7 +2,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { Subscription as RxSubscription } from 'rxjs';
 import { classifyResponse } from '../streams/answers';
 import { imageReader, sortInPlace, type ImageReader } from '../streams/image';
-import { interrogationBody, interrogationId } from '../streams/interrogation';
+import { interrogationBatch } from '../streams/interrogation';
+import type { Batch } from '../streams/batches';
 import { webhookClient } from '../streams/webhookClient';
 import { incrementalCollector } from './collector';
 import { connectDatastore, type DatastoreLog } from './datastore';
@@ -32,12 +33,14 @@ const collect = incrementalCollector();
 const COLLECT_EVERY_POINTS = 10_000;
 let reader: ImageReader | undefined;
 const posts = new Map<number, RxSubscription>();
-/** The bodies of the requests read and not yet answered 2xx or taken for the backlog, by `webhook-id`. */
-const bodies = new Map<string, string>();
+/**
+ * The requests read and not yet answered 2xx or taken for the backlog, by `webhook-id`: each one
+ * object, so that its body is encoded once however often it is sent (`webhookClient`).
+ */
+const requests = new Map<string, Batch>();
 let k = 0;
 /** The next request, read while the lane has the previous one: a request slot that frees finds it ready. */
 let ahead: Promise<FromThread> | undefined;
-const NONE: ReadonlySet<string> = new Set();
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 const next = async (): Promise<FromThread> => {
@@ -48,7 +51,8 @@ const next = async (): Promise<FromThread> => {
   }
   const points = await reader.next();
   if (points === null) return { t: 'end' };
-  bodies.set(interrogationId(init.cause, init.p, ++k), interrogationBody(init.cause, points));
+  const request = interrogationBatch(init.cause, init.p, ++k, points);
+  requests.set(request.webhookId, request);
   return { t: 'points', size: points.length };
 };
 
@@ -71,17 +75,16 @@ port.on('message', (m: ToThread) => {
       return;
     }
     case 'post': {
-      const body = bodies.get(m.webhookId);
-      if (body === undefined) {
+      const batch = requests.get(m.webhookId);
+      if (batch === undefined) {
         reply({ t: 'failed', id: m.id, error: `the body of ${m.webhookId} is gone` });
         return;
       }
-      const batch = { webhookId: m.webhookId, first: m.webhookId, ids: [], body, size: 0, recorded: true, done: NONE };
       const sub = client.postAs(batch, m.traceparent).subscribe({
         next: (a) => {
           posts.delete(m.id);
           // delivered: the request is done (the lane never sends it again)
-          if (classifyResponse(a, Date.now()).ok) bodies.delete(m.webhookId);
+          if (classifyResponse(a, Date.now()).ok) requests.delete(m.webhookId);
           reply(a.retryAfter === undefined ? { t: 'answer', id: m.id, status: a.status } : { t: 'answer', id: m.id, status: a.status, retryAfter: a.retryAfter });
         },
         error: (err: unknown) => {
@@ -97,8 +100,8 @@ port.on('message', (m: ToThread) => {
       posts.delete(m.id);
       return;
     case 'take':
-      reply({ t: 'body', webhookId: m.webhookId, body: bodies.get(m.webhookId) ?? null });
-      bodies.delete(m.webhookId);
+      reply({ t: 'body', webhookId: m.webhookId, body: requests.get(m.webhookId)?.body ?? null });
+      requests.delete(m.webhookId);
       return;
   }
 });

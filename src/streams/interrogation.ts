@@ -53,7 +53,7 @@ export const interrogationId = (cause: InterrogationCause, p: string, k: number)
 const NONE: ReadonlySet<string> = new Set();
 
 /** A request's body: the points as stored, and the cause (live batches carry none). */
-export const interrogationBody = (cause: InterrogationCause, points: readonly string[]): string => `{"datapoints":[${points.join(',')}],"cause":"${cause}"}`;
+const interrogationBody = (cause: InterrogationCause, points: readonly string[]): string => `{"datapoints":[${points.join(',')}],"cause":"${cause}"}`;
 
 /** Request `k` of a run, its body made already (`interrogationBody`) with `size` points. */
 export const interrogationRequest = (cause: InterrogationCause, p: string, k: number, body: string, size: number): Batch => {
