@@ -96,6 +96,54 @@ it('sends a request with the webhook\'s headers and signature and answers with i
   await expect(t.take('gi-5-0-1')).rejects.toThrow('the body of gi-5-0-1 is gone');
 });
 
+it('memory of a body answered 2xx is used again (src/runtime/bodyPool.ts): 40 requests of bodies that differ in size, two in flight, each arrives whole and its own; a request answered 503 goes out the same again', async () => {
+  const pairs: string[] = [];
+  const stored = (i: number) => JSON.stringify({ casdu: 1, ioa: i, type: 36, value: 'x'.repeat((i * 37) % 300) });
+  for (let i = 0; i < 120; i++) pairs.push(`process:image:casdu:1:ioa:${i}`, stored(i));
+  await r.client.mset(...pairs);
+  const hook = await receiver((n) => (n === 7 ? { status: 503 } : { status: 200 }));
+  const t = start(initFor(r.redis.port, hook.url));
+  const sends: Array<Promise<unknown>> = [];
+  for (let k = 1; ; k++) {
+    const n = await t.next();
+    if (n === null) break;
+    // the one sent before stays in flight while this one is sent; a 503 is sent again at once
+    const send = (): Promise<unknown> => firstValueFrom(t.post(request(k, n.size))).then((a) => ((a as { status: number }).status === 503 ? send() : a));
+    sends.push(send());
+    if (sends.length >= 2) await sends[sends.length - 2];
+  }
+  await Promise.all(sends);
+  const want = (k: number) => `{"datapoints":[${[0, 1, 2].map((j) => stored((k - 1) * 3 + j)).join(',')}],"cause":"interrogation"}`;
+  const byId = new Map<string, string[]>();
+  for (const q of hook.requests) byId.set(String(q.headers['webhook-id']), [...(byId.get(String(q.headers['webhook-id'])) ?? []), q.body]);
+  expect(byId.size).toBe(40);
+  for (let k = 1; k <= 40; k++) for (const body of byId.get(`gi-5-0-${k}`)!) expect([k, body]).toEqual([k, want(k)]);
+  expect(hook.requests).toHaveLength(41);
+});
+
+it('a body answered other than 2xx keeps its memory while bodies read after it are made: sent again, it is the same', async () => {
+  const pairs: string[] = [];
+  for (let i = 0; i < 9; i++) pairs.push(`process:image:casdu:1:ioa:${i}`, point(1, i));
+  await r.client.mset(...pairs);
+  const hook = await receiver((n) => (n === 1 ? { status: 503 } : { status: 200 }));
+  const t = start(initFor(r.redis.port, hook.url));
+  expect(await t.next()).toEqual({ size: 3 });
+  expect(await firstValueFrom(t.post(request(1, 3)))).toEqual({ status: 503 });
+  // request 2 answered 2xx (its memory free), request 3 read after both answers
+  expect(await t.next()).toEqual({ size: 3 });
+  expect(await firstValueFrom(t.post(request(2, 3)))).toEqual({ status: 200 });
+  expect(await t.next()).toEqual({ size: 3 });
+  expect(await firstValueFrom(t.post(request(3, 3)))).toEqual({ status: 200 });
+  expect(await firstValueFrom(t.post(request(1, 3)))).toEqual({ status: 200 });
+  const first = `{"datapoints":[${point(1, 0)},${point(1, 1)},${point(1, 2)}],"cause":"interrogation"}`;
+  expect(hook.requests.map((q) => [q.headers['webhook-id'], q.body])).toEqual([
+    ['gi-5-0-1', first],
+    ['gi-5-0-2', `{"datapoints":[${point(1, 3)},${point(1, 4)},${point(1, 5)}],"cause":"interrogation"}`],
+    ['gi-5-0-3', `{"datapoints":[${point(1, 6)},${point(1, 7)},${point(1, 8)}],"cause":"interrogation"}`],
+    ['gi-5-0-1', first],
+  ]);
+});
+
 it('a traceparent given with a request goes out with it (the main thread keeps the spans)', async () => {
   await r.client.set('process:image:casdu:1:ioa:1', point(1, 1));
   const hook = await receiver();

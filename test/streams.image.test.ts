@@ -102,7 +102,7 @@ describe('imageReader: what an interrogation sends (CONTRACT 4.6)', () => {
   const stored = (casdu: number, ioa: number, type: number) => JSON.stringify({ casdu, ioa, type, value: `${casdu}/${ioa}` });
   const readAll = async (reader: ReturnType<typeof imageReader>) => {
     const requests: string[][] = [];
-    for (let points = await reader.next(); points !== null; points = await reader.next()) requests.push(points);
+    for (let points = await reader.next(); points !== null; points = await reader.next()) requests.push(points.map((v) => v.toString('utf8')));
     return requests;
   };
   beforeEach(() => r.client.flushall());
@@ -135,5 +135,15 @@ describe('imageReader: what an interrogation sends (CONTRACT 4.6)', () => {
     const cancelled = imageReader(r.client, undefined, 10);
     cancelled.cancel();
     expect(await cancelled.next()).toBeNull();
+  });
+
+  it('values go out byte for byte (whitespace and non-ASCII text kept); one whose bytes are not UTF-8 goes out as its text, each bad sequence U+FFFD, as a GET sends it', async () => {
+    const spaced = Buffer.from(' {"ioa":1, "name":"Schütz \u00e9"}\n');
+    const bad = Buffer.concat([Buffer.from('{"ioa":2,"name":"'), Buffer.from([0xff, 0xc3]), Buffer.from('"}')]);
+    await r.client.mset(key(1, 1), spaced, key(1, 2), bad, key(1, 3), Buffer.from([0x7b, 0xff, 0x7d]));
+    const reader = imageReader(r.client, undefined, 10);
+    const [points] = [await reader.next()];
+    expect(points!.map((v) => v.toString('hex'))).toEqual([spaced.toString('hex'), Buffer.from('{"ioa":2,"name":"\ufffd\ufffd"}').toString('hex')]);
+    expect(await reader.next()).toBeNull();
   });
 });

@@ -59,7 +59,7 @@ const interrogation = (ts: TestScheduler, chunks: string[][], log: string[], rea
           pulls++;
           if (run === 1 && readFails === k + 1) return throwError(() => new Error('SCAN failed'));
           const chunk = chunks[k++];
-          return of(chunk === undefined ? null : interrogationBatch('interrogation', p, k, chunk.map((v) => `{"v":"${v}"}`)));
+          return of(chunk === undefined ? null : interrogationBatch('interrogation', p, k, chunk.map((v) => Buffer.from(`{"v":"${v}"}`))));
         },
         completed: () => {
           log.push(`completed P=${p} @${ts.now()}`);

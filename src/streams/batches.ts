@@ -12,6 +12,11 @@ export interface Batch {
   readonly ids: readonly string[];
   /** The request body, serialised once for every webhook. */
   readonly body: string;
+  /**
+   * The body's UTF-8 bytes, when it was made as bytes (an interrogation's request,
+   * `interrogationBatch`): what is sent and signed; `body` is their text, made when asked for.
+   */
+  readonly bytes?: Buffer;
   readonly size: number;
   /** A re-formed batch: false, it is recorded already; and which webhooks have it (keys). */
   readonly recorded: boolean;

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { PointFilter, Ranges } from '../config/managed';
 import { imageAddress } from '../http/outboundQuery';
 import { processImageKey, processImagePattern } from '../mapping/keys';
+import { scanPoint } from './jsonBytes';
 
 /**
  * Reading the process image (`process:image:casdu:*:ioa:*`), for a full GET (CONTRACT 4.1) and
@@ -143,14 +144,18 @@ const patternOf = (f: PointFilter | undefined): string => {
 };
 
 export interface ImageReader {
-  /** The next at most `maxSize` points (stored JSON texts) in address order; null when there are no more. */
-  next(): Promise<string[] | null>;
+  /**
+   * The next at most `maxSize` points in address order, as stored (UTF-8 bytes; a value whose bytes
+   * are not UTF-8 as its text, `U+FFFD` for each bad sequence, as a GET sends it); null when there
+   * are no more.
+   */
+  next(): Promise<Buffer[] | null>;
   /** Stops: a scan under way ends at its next page. */
   cancel(): void;
 }
 
 export interface ImageReaderOptions {
-  /** Called every `collectEvery` points read (and every `COLLECT_EVERY` keys scanned): see `collector.ts`. */
+  /** Called every `COLLECT_EVERY` keys scanned, once the scan is done, and every `collectEvery` points read if given: see `collector.ts`. */
   readonly collect?: (() => void) | undefined;
   readonly collectEvery?: number;
   /** How the addresses are sorted: `sortAddresses` (never holds the event loop long) unless the reader has a thread to itself. */
@@ -167,19 +172,19 @@ export const sortInPlace = (a: Float64Array): Promise<Float64Array> => Promise.r
  * keys under way ahead of the request being made.
  */
 export const imageReader = (redis: Redis, filter: PointFilter | undefined, maxSize: number, o: ImageReaderOptions = {}): ImageReader => {
-  const { collect, collectEvery = 50_000 } = o;
+  const { collect, collectEvery = Infinity } = o;
   let cancelled = false;
   let addresses: Float64Array | undefined;
   let at = 0;
   /** MGETs under way, oldest first: several, so that reading never waits for a round trip. */
-  const ahead: Array<Promise<Array<string | null>>> = [];
-  let ready: string[] = [];
+  const ahead: Array<Promise<Array<Buffer | null>>> = [];
+  let ready: Buffer[] = [];
   let read = 0;
   const fetchMore = (): void => {
     while (ahead.length < CHUNKS_AHEAD && at < addresses!.length) {
       const from = at;
       at = Math.min(addresses!.length, at + maxSize);
-      const values = redis.mget(...Array.from(addresses!.subarray(from, at), keyOf));
+      const values = redis.mgetBuffer(...Array.from(addresses!.subarray(from, at), keyOf));
       values.catch(() => undefined); // observed when awaited; this only prevents an unhandled rejection
       ahead.push(values);
     }
@@ -204,25 +209,15 @@ export const imageReader = (redis: Redis, filter: PointFilter | undefined, maxSi
       while (ready.length < maxSize && ahead.length > 0) {
         const values = await ahead.shift()!;
         read += values.length;
-        // what the requests sent so far left behind goes now, not into the peak: requests in flight
-        // outlive young collections, so their values and bodies are promoted (measured: about 1.4 MB
-        // a scavenge at MaxInFlight 4), and a full GC comes only when the old generation has grown
         if (collect !== undefined && Math.floor(read / collectEvery) > Math.floor((read - values.length) / collectEvery)) collect();
         fetchMore();
         for (const v of values) {
           if (v === null || v === undefined) continue; // deleted since SCAN
-          let point: unknown;
-          try {
-            point = JSON.parse(v);
-          } catch {
-            continue;
-          }
-          if (point === null || typeof point !== 'object' || Array.isArray(point)) continue;
-          if (types !== undefined) {
-            const type = (point as { type?: unknown }).type;
-            if (typeof type !== 'number' || !inRanges(types, type)) continue;
-          }
-          ready.push(v);
+          // checked as bytes, as JSON.parse would (src/streams/jsonBytes.ts): no string, no objects
+          const scan = scanPoint(v, types !== undefined);
+          if (!scan.object) continue;
+          if (types !== undefined && (scan.type === undefined || !inRanges(types, scan.type))) continue;
+          ready.push(scan.notUtf8 ? Buffer.from(v.toString('utf8'), 'utf8') : v);
         }
       }
       if (ready.length === 0) return null;

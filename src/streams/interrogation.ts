@@ -52,18 +52,50 @@ export const interrogationId = (cause: InterrogationCause, p: string, k: number)
 
 const NONE: ReadonlySet<string> = new Set();
 
-/** A request's body: the points as stored, and the cause (live batches carry none). */
-const interrogationBody = (cause: InterrogationCause, points: readonly string[]): string => `{"datapoints":[${points.join(',')}],"cause":"${cause}"}`;
+const BODY_START = Buffer.from('{"datapoints":[');
+const COMMA = 0x2c;
 
-/** Request `k` of a run, its body made already (`interrogationBody`) with `size` points. */
+/**
+ * A request's body as bytes: the points as stored, and the cause (live batches carry none),
+ * `{"datapoints":[…],"cause":"…"}` — copied once into one buffer, never made a string.
+ */
+const interrogationBytes = (cause: InterrogationCause, points: readonly Uint8Array[], alloc: (length: number) => Buffer): Buffer => {
+  const end = Buffer.from(`],"cause":"${cause}"}`);
+  let length = BODY_START.length + end.length + Math.max(0, points.length - 1);
+  for (const v of points) length += v.length;
+  const body = alloc(length);
+  let at = BODY_START.copy(body, 0);
+  for (let i = 0; i < points.length; i++) {
+    if (i > 0) body[at++] = COMMA;
+    body.set(points[i]!, at);
+    at += points[i]!.length;
+  }
+  end.copy(body, at);
+  return body;
+};
+
+/** Request `k` of a run with this body and `size` points (the lane's copy of a thread's request has the body '': it stays on the thread). */
 export const interrogationRequest = (cause: InterrogationCause, p: string, k: number, body: string, size: number): Batch => {
   const webhookId = interrogationId(cause, p, k);
   return { webhookId, first: webhookId, ids: [], body, size, recorded: true, done: NONE };
 };
 
-/** Request `k` of a run, of these points. */
-export const interrogationBatch = (cause: InterrogationCause, p: string, k: number, points: readonly string[]): Batch =>
-  interrogationRequest(cause, p, k, interrogationBody(cause, points), points.length);
+/**
+ * Request `k` of a run, of these points (each a stored JSON object's UTF-8 bytes): its body is
+ * bytes (in memory from `alloc`: see `src/runtime/bodyPool.ts`), its text made only when asked for.
+ */
+export const interrogationBatch = (
+  cause: InterrogationCause, p: string, k: number, points: readonly Uint8Array[], alloc: (length: number) => Buffer = Buffer.allocUnsafe,
+): Batch => {
+  const bytes = interrogationBytes(cause, points, alloc);
+  const webhookId = interrogationId(cause, p, k);
+  return {
+    webhookId, first: webhookId, ids: [], bytes, size: points.length, recorded: true, done: NONE,
+    get body() {
+      return bytes.toString('utf8');
+    },
+  };
+};
 
 /**
  * Pulls items with `next` one at a time and runs `work` on each, at most `concurrency` at once:

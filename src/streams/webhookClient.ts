@@ -21,28 +21,30 @@ import type { DeliveryTrace, Tracing } from '../tracing';
 export const signatureKey = (secret: string): Buffer =>
   secret.startsWith('whsec_') ? Buffer.from(secret.slice(6), 'base64') : Buffer.from(secret, 'utf8');
 
-export const sign = (secret: string, webhookId: string, timestamp: number, body: string): string =>
-  `v1,${createHmac('sha256', signatureKey(secret)).update(`${webhookId}.${timestamp}.${body}`).digest('base64')}`;
+export const sign = (secret: string, webhookId: string, timestamp: number, body: string | Uint8Array): string =>
+  `v1,${createHmac('sha256', signatureKey(secret)).update(`${webhookId}.${timestamp}.`).update(body).digest('base64')}`;
 
+/** A batch goes to every webhook as the same object: its body is encoded once, not per request. */
+const encoded = new WeakMap<Batch, Buffer>();
+const bytesOf = (batch: Batch): Buffer => {
+  if (batch.bytes !== undefined) return batch.bytes;
+  let bytes = encoded.get(batch);
+  if (bytes === undefined) encoded.set(batch, (bytes = Buffer.from(batch.body, 'utf8')));
+  return bytes;
+};
+
+/** The headers of a request; the signature is over the bytes sent (the HMAC of the text's UTF-8, as CONTRACT 6.4 says). */
 export const requestHeaders = (webhook: Webhook, batch: Batch, timestamp: number, userAgent: string): Record<string, string> => ({
   ...webhook.headers,
   'Content-Type': 'application/json',
   'User-Agent': userAgent,
   'webhook-id': batch.webhookId,
   'webhook-timestamp': String(timestamp),
-  ...(webhook.secrets.length > 0 ? { 'webhook-signature': webhook.secrets.map((s) => sign(s, batch.webhookId, timestamp, batch.body)).join(' ') } : {}),
+  ...(webhook.secrets.length > 0 ? { 'webhook-signature': webhook.secrets.map((s) => sign(s, batch.webhookId, timestamp, bytesOf(batch))).join(' ') } : {}),
 });
 
 /** How much of a receiver's answer body is read (and thrown away) before the connection is cut. */
 export const MAX_ANSWER_BODY_BYTES = 4096;
-
-/** A batch goes to every webhook as the same object: its body is encoded once, not per request. */
-const encoded = new WeakMap<Batch, Buffer>();
-const bytesOf = (batch: Batch): Buffer => {
-  let bytes = encoded.get(batch);
-  if (bytes === undefined) encoded.set(batch, (bytes = Buffer.from(batch.body, 'utf8')));
-  return bytes;
-};
 
 export interface WebhookClient {
   readonly post: PostBatch;
