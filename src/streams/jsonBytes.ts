@@ -36,8 +36,9 @@ const isDigit = (c: number | undefined): boolean => c !== undefined && c >= ZERO
 const isHex = (c: number | undefined): boolean =>
   c !== undefined && ((c >= ZERO && c <= NINE) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66));
 
-/** Set by `endOfString`: the string held a backslash escape, or a byte outside ASCII. */
+/** Set by `endOfString` (module state: nothing is allocated per point): the string held a backslash escape. */
 let escaped = false;
+/** Set by `endOfString`: a string of the point held a byte outside ASCII (its UTF-8 is then checked). */
 let wide = false;
 
 /** From just after an opening quote: the index just after the closing quote, or -1. */
