@@ -219,6 +219,8 @@ interface Receiver {
   fromSeq: number;
   /** What it holds, applying the first copy of every request in arrival order: `{casdu}:{ioa}` → value. */
   readonly state: Map<string, unknown>;
+  /** `{casdu}:{ioa}` → the request that last set it, and when: a point the late receiver ends without is reported with it. */
+  readonly setBy: Map<string, { readonly id: string; readonly at: number }>;
   /** Requests of interrogations (first copies), by cause. */
   readonly interrogations: Map<string, number>;
 }
@@ -241,7 +243,7 @@ const startReceiver = async (
   const port = await freePort();
   const r: Receiver = {
     name, mode: 'ok', delay, url: `http://127.0.0.1:${port}/hook`, server: undefined as unknown as Server,
-    ...(filter !== undefined ? { filter } : {}), ...(late !== undefined ? { late } : {}), inConfig: late === undefined, fromSeq: late === undefined ? 0 : Infinity, state: new Map(), interrogations: new Map(),
+    ...(filter !== undefined ? { filter } : {}), ...(late !== undefined ? { late } : {}), inConfig: late === undefined, fromSeq: late === undefined ? 0 : Infinity, state: new Map(), setBy: new Map(), interrogations: new Map(),
     wants: (seq) => (filter === undefined || filter.casdu.includes(casduOf(seq))) && seq >= r.fromSeq, outside: 0,
     ids: new Map(), raw: new Map(), dedup: new Map(), idsWithTwoContents: 0, repeats: [], firstSeen: new Map(), answeredTooLate: new Set(),
     deadLettered: 0, deadLetterReasons: new Map(), inbound: new Set(), firstSeqs: new Map(), seqId: new Map(), dedupReports: 0,
@@ -287,7 +289,10 @@ const startReceiver = async (
           }
           for (const p of posted) r.inbound.add(p);
           // a receiver that applies requests as they arrive (CONTRACT 4.6), de-duplicated by webhook-id
-          for (const p of points) r.state.set(`${p.casdu}:${p.ioa}`, p.value);
+          for (const p of points) {
+            r.state.set(`${p.casdu}:${p.ioa}`, p.value);
+            if (r.late !== undefined) r.setBy.set(`${p.casdu}:${p.ioa}`, { id, at: now });
+          }
           if (parsed.cause !== undefined) r.interrogations.set(parsed.cause, (r.interrogations.get(parsed.cause) ?? 0) + 1);
         } else {
           if (known !== hash) {
@@ -824,6 +829,14 @@ const run = async (): Promise<number> => {
   const rows = receivers.map((r) => report(r, image));
   say('');
   printTable(rows);
+  // a point the late receiver does not hold as the image does: which request set what it holds, and when (for a failed run)
+  for (const r of receivers.filter((x) => x.late !== undefined)) {
+    for (const [k, v] of [...image].filter(([key, want]) => r.state.get(key) !== want).slice(0, 5)) {
+      const by = r.setBy.get(k);
+      const between = by === undefined ? '' : log.filter((l) => l.at >= by.at - KILL_SLACK_MS).map((l) => l.fault).join(',') || 'none';
+      say(`  ${r.name}: ${k} holds ${JSON.stringify(r.state.get(k))}, the image ${JSON.stringify(v)}; set by ${by === undefined ? 'nothing' : `${by.id} ${Math.round((Date.now() - by.at) / 1000)} s before the end; faults since: ${between}`}`);
+    }
+  }
   const inboundRow = await checkInbound();
   const missing = Object.fromEntries(receivers.filter((r) => r.filter === undefined && r.late === undefined).map((r) => [r.name, inboundMissing(r)]));
   say(`\ninbound: ${JSON.stringify(inboundRow)}; acknowledged POSTs missing at a receiver: ${JSON.stringify(missing)}`);
