@@ -142,7 +142,7 @@ describe('imageReader: what an interrogation sends (CONTRACT 4.6)', () => {
     const bad = Buffer.concat([Buffer.from('{"ioa":2,"name":"'), Buffer.from([0xff, 0xc3]), Buffer.from('"}')]);
     await r.client.mset(key(1, 1), spaced, key(1, 2), bad, key(1, 3), Buffer.from([0x7b, 0xff, 0x7d]));
     const reader = imageReader(r.client, undefined, 10);
-    const [points] = [await reader.next()];
+    const points = await reader.next();
     expect(points!.map((v) => v.toString('hex'))).toEqual([spaced.toString('hex'), Buffer.from('{"ioa":2,"name":"\ufffd\ufffd"}').toString('hex')]);
     expect(await reader.next()).toBeNull();
   });
