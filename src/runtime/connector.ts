@@ -240,7 +240,6 @@ export const runConnector = async (
     detachSignals();
     return { code: 2, message: `cannot listen on ${settings.hostUrls.map((h) => h.url).join(', ')}: ${(err as Error).message}` };
   }
-  log.info({ addresses: listening.addresses }, `${kind} connector listening`);
   // CONTRACT 7.1: a new certificate (or client CA) is served to new connections within 10 s
   const certFiles = listenerFiles(startup);
   const certWatch = tls.right !== undefined && certFiles !== undefined ? watchListenerTls(certFiles, TLS_POLL_MS, listening, log) : undefined;
@@ -255,6 +254,9 @@ export const runConnector = async (
       log.error({ file: addressFile, err: (err as Error).message }, 'cannot record the listen address for the healthcheck (Http:AddressFile): the healthcheck will fail');
     }
   }
+  // after the record: a healthcheck begun when this line is seen finds it (a test read the file
+  // on this line and, on a loaded machine, found none while it was logged before the record)
+  log.info({ addresses: listening.addresses }, `${kind} connector listening`);
   const background = parts.start?.();
 
   let stopWatch: () => void = () => undefined;
