@@ -155,9 +155,8 @@ export interface ImageReader {
 }
 
 export interface ImageReaderOptions {
-  /** Called every `COLLECT_EVERY` keys scanned, once the scan is done, and every `collectEvery` points read if given: see `collector.ts`. */
+  /** Called every `COLLECT_EVERY` keys scanned and once the scan is done: see `collector.ts`. */
   readonly collect?: (() => void) | undefined;
-  readonly collectEvery?: number;
   /** How the addresses are sorted: `sortAddresses` (never holds the event loop long) unless the reader has a thread to itself. */
   readonly sort?: (a: Float64Array) => Promise<Float64Array>;
 }
@@ -172,14 +171,13 @@ export const sortInPlace = (a: Float64Array): Promise<Float64Array> => Promise.r
  * keys under way ahead of the request being made.
  */
 export const imageReader = (redis: Redis, filter: PointFilter | undefined, maxSize: number, o: ImageReaderOptions = {}): ImageReader => {
-  const { collect, collectEvery = Infinity } = o;
+  const { collect } = o;
   let cancelled = false;
   let addresses: Float64Array | undefined;
   let at = 0;
   /** MGETs under way, oldest first: several, so that reading never waits for a round trip. */
   const ahead: Array<Promise<Array<Buffer | null>>> = [];
   let ready: Buffer[] = [];
-  let read = 0;
   const fetchMore = (): void => {
     while (ahead.length < CHUNKS_AHEAD && at < addresses!.length) {
       const from = at;
@@ -208,8 +206,6 @@ export const imageReader = (redis: Redis, filter: PointFilter | undefined, maxSi
       }
       while (ready.length < maxSize && ahead.length > 0) {
         const values = await ahead.shift()!;
-        read += values.length;
-        if (collect !== undefined && Math.floor(read / collectEvery) > Math.floor((read - values.length) / collectEvery)) collect();
         fetchMore();
         for (const v of values) {
           if (v === null || v === undefined) continue; // deleted since SCAN

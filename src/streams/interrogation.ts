@@ -53,6 +53,7 @@ export const interrogationId = (cause: InterrogationCause, p: string, k: number)
 const NONE: ReadonlySet<string> = new Set();
 
 const BODY_START = Buffer.from('{"datapoints":[');
+const BODY_END: Readonly<Record<InterrogationCause, Buffer>> = { interrogation: Buffer.from('],"cause":"interrogation"}'), periodic: Buffer.from('],"cause":"periodic"}') };
 const COMMA = 0x2c;
 
 /**
@@ -60,7 +61,7 @@ const COMMA = 0x2c;
  * `{"datapoints":[…],"cause":"…"}` — copied once into one buffer, never made a string.
  */
 const interrogationBytes = (cause: InterrogationCause, points: readonly Uint8Array[], alloc: (length: number) => Buffer): Buffer => {
-  const end = Buffer.from(`],"cause":"${cause}"}`);
+  const end = BODY_END[cause];
   let length = BODY_START.length + end.length + Math.max(0, points.length - 1);
   for (const v of points) length += v.length;
   const body = alloc(length);
