@@ -28,9 +28,13 @@
  * The filtered receiver is counted against its subset: "produced" is what its filter matches, and
  * points outside it are counted (`outsideFilter`, which must be 0).
  * A fifth receiver, "late", is added to the configuration a third into the faults (CONTRACT 4.6:
- * `initialState`, `integrityPeriodSeconds` 10): it applies every request (first copy of each
- * webhook-id) in arrival order and must end holding the process image exactly (`imageMismatches`
- * 0), besides losing nothing appended after its first request came.
+ * `initialState`, `integrityPeriodSeconds` 10): it applies the first copy of each webhook-id in
+ * stream order — by the stream position its webhook-id carries, as docs/push.md tells a receiver
+ * that must hold exactly the image — and must end holding the process image exactly
+ * (`imageMismatches` 0), besides losing nothing appended after its first request came. What it
+ * would hold applying requests as they arrive is reported (`arrivalOrderMismatches`), not judged:
+ * retries and a killed replica's claimed entries arrive after newer ones by design (CONTRACT 4.2,
+ * 4.6 "retries aside").
  * Exit status 0 when lost, duplicates after de-duplication, ids with two contents and points
  * outside a filter are 0 everywhere, the healthy receiver's raw duplicates all follow a SIGKILL, and the inbound checks
  * hold; 1 otherwise.
@@ -38,11 +42,14 @@
  * Environment: CHAOS_SECONDS (fault period, default 300), CHAOS_SEED (default: random, printed),
  * CHAOS_RATE (entries/s, default 1500), CHAOS_CLAIM_IDLE_MS (default 60000, the contract's),
  * CHAOS_SETTLE_SECONDS (default 240), CHAOS_FAULT_GAP_MS (pause between faults, `min,max`, default 3000,9000),
- * CHAOS_POST_RATE (inbound POSTs/s, default 50).
+ * CHAOS_POST_RATE (inbound POSTs/s, default 50), CHAOS_FAULTS (the kinds to inject, comma-separated;
+ * default all), CHAOS_LOG_DIR (a directory: each connector's log is appended to `{name}.log` there).
+ * The seed fixes the fault schedule (kinds, order, pauses, durations); how many fit into the
+ * period is the machine's.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { Agent, createServer, request as httpRequest, type Server } from 'node:http';
 import { createServer as createTcpServer, connect as tcpConnect, type Server as TcpServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -81,8 +88,15 @@ const prng = (seed: number) => {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 };
-const random = prng(SEED);
-const between = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
+/**
+ * Two streams from the seed: the fault schedule (which faults, the pauses between them, how long
+ * each lasts) draws only from `schedule`, in the order the faults come, so a seed repeats its
+ * faults whatever else a run does; the receivers' moods (the flapping one's spells, the slow one's
+ * delays) draw from `noise`, as their requests come.
+ */
+const schedule = prng(SEED);
+const noise = prng(SEED ^ 0x5bd1e995);
+const between = (lo: number, hi: number, random: () => number = schedule) => lo + Math.floor(random() * (hi - lo + 1));
 
 // --- Redis -------------------------------------------------------------------------------------
 
@@ -217,13 +231,39 @@ interface Receiver {
   /** The late receiver's settings (CONTRACT 4.6), and the seqs it is owed: from `produced` when its first request came (Infinity until then). */
   readonly late?: { readonly initialState: true; readonly integrityPeriodSeconds: number };
   fromSeq: number;
-  /** What it holds, applying the first copy of every request in arrival order: `{casdu}:{ioa}` → value. */
-  readonly state: Map<string, unknown>;
-  /** `{casdu}:{ioa}` → the request that last set it, and when: a point the late receiver ends without is reported with it. */
-  readonly setBy: Map<string, { readonly id: string; readonly at: number }>;
+  /**
+   * What it holds, applying the first copy of every request in stream order (`{casdu}:{ioa}` → the
+   * value, and the stream position it is from): a request's position is in its webhook-id — a live
+   * batch's last entry (`{first}_{last}`), an interrogation's `P` (`gi-{P}-{k}`, `pi-{P}-{k}`) — and
+   * a point is taken from a batch only when the batch ends after the one it holds, from an
+   * interrogation when `P` is not before it. A request that arrives after a newer one (a retry, the
+   * entries of a killed replica claimed a minute later) changes nothing.
+   */
+  readonly state: Map<string, { readonly value: unknown; readonly at: StreamId }>;
+  /** What it would hold applying every first copy as it arrives, whatever its position (reported, CONTRACT 4.6's "retries aside"). */
+  readonly arrived: Map<string, unknown>;
+  /** `{casdu}:{ioa}` → the request that last set it in arrival order, when, and whether it came after a newer one. */
+  readonly setBy: Map<string, { readonly id: string; readonly at: number; readonly behind: boolean }>;
+  /** webhook-ids whose form gives no stream position (none expected): applied as they arrive, and reported. */
+  unplaced: number;
   /** Requests of interrogations (first copies), by cause. */
   readonly interrogations: Map<string, number>;
 }
+
+/** A stream ID (`{ms}-{seq}`) as a pair of numbers, to compare. */
+type StreamId = readonly [number, number];
+const streamId = (s: string): StreamId => {
+  const [ms, seq] = s.split('-');
+  return [Number(ms), Number(seq)];
+};
+const after = (a: StreamId, b: StreamId): boolean => (a[0] !== b[0] ? a[0] > b[0] : a[1] > b[1]);
+/** Where a request stands in the stream, from its webhook-id (CONTRACT 4.2, 4.6). */
+const placeOf = (id: string): { readonly at: StreamId; readonly image: boolean } | undefined => {
+  const image = /^[gp]i-(\d+-\d+)-\d+$/.exec(id);
+  if (image !== null) return { at: streamId(image[1]!), image: true };
+  const batch = /^\d+-\d+_(\d+-\d+)$/.exec(id);
+  return batch === null ? undefined : { at: streamId(batch[1]!), image: false };
+};
 
 /** A list of seqs as runs (`3-7,9,in12:1`), for the report. */
 const ranges = (xs: Array<number | string>): string => {
@@ -243,7 +283,7 @@ const startReceiver = async (
   const port = await freePort();
   const r: Receiver = {
     name, mode: 'ok', delay, url: `http://127.0.0.1:${port}/hook`, server: undefined as unknown as Server,
-    ...(filter !== undefined ? { filter } : {}), ...(late !== undefined ? { late } : {}), inConfig: late === undefined, fromSeq: late === undefined ? 0 : Infinity, state: new Map(), setBy: new Map(), interrogations: new Map(),
+    ...(filter !== undefined ? { filter } : {}), ...(late !== undefined ? { late } : {}), inConfig: late === undefined, fromSeq: late === undefined ? 0 : Infinity, state: new Map(), arrived: new Map(), setBy: new Map(), unplaced: 0, interrogations: new Map(),
     wants: (seq) => (filter === undefined || filter.casdu.includes(casduOf(seq))) && seq >= r.fromSeq, outside: 0,
     ids: new Map(), raw: new Map(), dedup: new Map(), idsWithTwoContents: 0, repeats: [], firstSeen: new Map(), answeredTooLate: new Set(),
     deadLettered: 0, deadLetterReasons: new Map(), inbound: new Set(), firstSeqs: new Map(), seqId: new Map(), dedupReports: 0,
@@ -288,10 +328,19 @@ const startReceiver = async (
             r.seqId.set(s, id);
           }
           for (const p of posted) r.inbound.add(p);
-          // a receiver that applies requests as they arrive (CONTRACT 4.6), de-duplicated by webhook-id
+          // a receiver that de-duplicates by webhook-id and applies in stream order; and one that applies as requests arrive
+          const place = placeOf(id);
+          if (place === undefined) r.unplaced++;
+          const takes = (key: string): boolean => {
+            const held = r.state.get(key);
+            return place === undefined || held === undefined || (place.image ? !after(held.at, place.at) : after(place.at, held.at));
+          };
+          const taken = new Set(points.map((p) => `${p.casdu}:${p.ioa}`).filter(takes));
           for (const p of points) {
-            r.state.set(`${p.casdu}:${p.ioa}`, p.value);
-            if (r.late !== undefined) r.setBy.set(`${p.casdu}:${p.ioa}`, { id, at: now });
+            const key = `${p.casdu}:${p.ioa}`;
+            if (taken.has(key)) r.state.set(key, { value: p.value, at: place?.at ?? r.state.get(key)?.at ?? [0, 0] });
+            r.arrived.set(key, p.value);
+            if (r.late !== undefined) r.setBy.set(key, { id, at: now, behind: !taken.has(key) });
           }
           if (parsed.cause !== undefined) r.interrogations.set(parsed.cause, (r.interrogations.get(parsed.cause) ?? 0) + 1);
         } else {
@@ -334,20 +383,32 @@ const connectorEnv = (consumer: string) => ({
   Webhooks__MaxAttempts: '8',
 });
 
-const spawnConnector = (consumer: string): ChildProcess =>
-  spawn(process.execPath, [BIN_PATH, 'outbound'], { env: connectorEnv(consumer), stdio: ['ignore', 'ignore', 'inherit'] });
+/** Where a connector's log goes: nowhere, or appended to `{CHAOS_LOG_DIR}/{name}.log` (to read a failed run's story). */
+const logTo = (name: string): 'ignore' | number =>
+  process.env.CHAOS_LOG_DIR === undefined || process.env.CHAOS_LOG_DIR === '' ? 'ignore' : openSync(join(process.env.CHAOS_LOG_DIR, `${name}.log`), 'a');
+
+const spawnConnector = (consumer: string): ChildProcess => {
+  const out = logTo(consumer);
+  const p = spawn(process.execPath, [BIN_PATH, 'outbound'], { env: connectorEnv(consumer), stdio: ['ignore', out, 'inherit'] });
+  if (typeof out === 'number') closeSync(out);
+  return p;
+};
 
 let inboundPort = 0;
-const spawnInbound = (): ChildProcess =>
-  spawn(process.execPath, [BIN_PATH, 'inbound'], {
+const spawnInbound = (): ChildProcess => {
+  const out = logTo('inbound');
+  const p = spawn(process.execPath, [BIN_PATH, 'inbound'], {
     env: {
       PATH: process.env.PATH ?? '', Id: INBOUND_ID, ConnectionStrings__Datastore: `127.0.0.1:${redisProxy.port}`,
       Datastore__ConnectionRetrySeconds: '0.5',
       // the producer's entries must not be trimmed by the inbound connector's appends
       Datastore__StreamMaxLength: '100000000',
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', out, 'inherit'],
   });
+  if (typeof out === 'number') closeSync(out);
+  return p;
+};
 
 /** A connector restarted whenever it exits, as an orchestrator would. */
 interface Supervised {
@@ -544,6 +605,16 @@ const produce = async (): Promise<void> => {
 
 type Fault = 'sigkill' | 'sigterm' | 'config' | 'redis' | 'replica' | 'oom' | 'partition-redis' | 'partition-webhook' | 'slow-redis';
 const FAULTS: Fault[] = ['sigkill', 'sigterm', 'config', 'redis', 'replica', 'oom', 'partition-redis', 'partition-webhook', 'slow-redis'];
+/** The kinds a run injects: CHAOS_FAULTS (a comma-separated list of them), all by default. */
+const KINDS: Fault[] = (() => {
+  const asked = (process.env.CHAOS_FAULTS ?? '').split(',').map((k) => k.trim()).filter((k) => k !== '');
+  const unknown = asked.filter((k) => !(FAULTS as string[]).includes(k));
+  if (unknown.length > 0) {
+    process.stderr.write(`chaos: CHAOS_FAULTS: unknown ${unknown.join(', ')} (the kinds are ${FAULTS.join(', ')})\n`);
+    process.exit(2);
+  }
+  return asked.length > 0 ? (asked as Fault[]) : FAULTS;
+})();
 const kills: number[] = [];
 const log: Array<{ at: number; fault: string }> = [];
 /**
@@ -588,16 +659,18 @@ const inject = async (fault: Fault): Promise<void> => {
       await sleep(between(300, 2000));
       await startRedis();
       break;
-    case 'replica':
+    case 'replica': {
+      const lives = between(3000, 15000); // drawn whether or not one is started: the schedule stays the seed's
       if (replica === undefined || exited(replica)) {
         replica = spawnConnector('replica');
         const r = replica;
         setTimeout(() => {
           kills.push(Date.now());
           r.kill('SIGKILL');
-        }, between(3000, 15000));
+        }, lives);
       }
       break;
+    }
     case 'oom': {
       // noeviction (Redis's default) and no room: every write is refused with OOM for a while
       const ms = faultMs();
@@ -642,7 +715,7 @@ const flap = async (r: Receiver, until: () => boolean): Promise<void> => {
   let i = 0;
   while (!until()) {
     r.mode = modes[i++ % modes.length]!;
-    await sleep(r.mode === 'ok' ? between(2000, 6000) : between(500, 3000));
+    await sleep(r.mode === 'ok' ? between(2000, 6000, noise) : between(500, 3000, noise));
   }
   r.mode = 'ok';
 };
@@ -666,6 +739,8 @@ interface Row {
   outsideFilter: number;
   /** The late receiver (CONTRACT 4.6): points of the process image it does not hold with their current value (must be 0); interrogation requests it got. */
   imageMismatches: number | string;
+  /** The same, for a receiver that applies every request as it arrives: each such point was last set by a request that came after a newer one (a retry, claimed entries). */
+  arrivalOrderMismatches: number | string;
   interrogationRequests: string;
 }
 
@@ -686,7 +761,9 @@ const readImage = async (): Promise<Map<string, unknown>> => {
   }
   return image;
 };
-const mismatches = (r: Receiver, image: Map<string, unknown>): number => [...image].filter(([k, v]) => r.state.get(k) !== v).length;
+const mismatches = (r: Receiver, image: Map<string, unknown>): number => [...image].filter(([k, v]) => r.state.get(k)?.value !== v).length;
+/** Points the receiver would hold otherwise, applying every request as it arrives. */
+const arrivalMismatches = (r: Receiver, image: Map<string, unknown>): Array<[string, unknown]> => [...image].filter(([k, v]) => r.arrived.get(k) !== v);
 
 const report = (r: Receiver, image: Map<string, unknown>): Row => {
   // the late receiver is owed what a connector reads after the restart that added it; by the time
@@ -723,7 +800,8 @@ const report = (r: Receiver, image: Map<string, unknown>): Row => {
     idsWithTwoContents: r.idsWithTwoContents, rawDuplicatesAfterSigkill: afterKill, rawDuplicatesAfterTimeout: afterTimeout, rawDuplicatesOther: other,
     deadLettered: r.deadLettered,
     outsideFilter: r.outside,
-    imageMismatches: r.late === undefined ? '-' : mismatches(r, image),
+    imageMismatches: r.late === undefined ? '-' : mismatches(r, image) + r.unplaced,
+    arrivalOrderMismatches: r.late === undefined ? '-' : arrivalMismatches(r, image).length,
     interrogationRequests: r.late === undefined ? '-' : JSON.stringify(Object.fromEntries(r.interrogations)),
   };
 };
@@ -764,7 +842,7 @@ const run = async (): Promise<number> => {
   receivers = [
     await startReceiver('healthy', () => 0),
     await startReceiver('flapping', () => 0),
-    await startReceiver('slow', () => between(200, 1500)),
+    await startReceiver('slow', () => between(200, 1500, noise)),
     // one CASDU in four, and none of the inbound connector's points (CASDU 2)
     await startReceiver('filtered', () => 0, { casdu: [FILTERED_CASDU] }),
     // added a third into the faults, with its initial interrogation and a periodic one every 10 s (CONTRACT 4.6)
@@ -790,7 +868,7 @@ const run = async (): Promise<number> => {
   const flapping = flap(receivers[1]!, () => Date.now() >= faultsEnd);
   // every kind at least once, in a seeded order — also when that takes longer than the fault
   // period (a loaded machine injects fewer) — then seeded picks until the period is over
-  const order = [...FAULTS].sort(() => random() - 0.5);
+  const order = [...KINDS].sort(() => schedule() - 0.5);
   let n = 0;
   const addLate = Date.now() + (SECONDS * 1000) / 3;
   while (Date.now() < faultsEnd || n < order.length) {
@@ -802,7 +880,7 @@ const run = async (): Promise<number> => {
     }
     await sleep(between(GAP_MIN, GAP_MAX));
     if (Date.now() >= faultsEnd && n >= order.length) break;
-    await inject(n < order.length ? order[n]! : FAULTS[Math.floor(random() * FAULTS.length)]!);
+    await inject(n < order.length ? order[n]! : KINDS[Math.floor(schedule() * KINDS.length)]!);
     n++;
   }
   producing = false;
@@ -829,12 +907,17 @@ const run = async (): Promise<number> => {
   const rows = receivers.map((r) => report(r, image));
   say('');
   printTable(rows);
-  // a point the late receiver does not hold as the image does: which request set what it holds, and when (for a failed run)
+  // a point the late receiver does not hold as the image does (a failed run), and one it would not hold
+  // applying requests as they arrive: which request set it last, when, whether it came after a newer one, the faults since
   for (const r of receivers.filter((x) => x.late !== undefined)) {
-    for (const [k, v] of [...image].filter(([key, want]) => r.state.get(key) !== want).slice(0, 5)) {
+    if (r.unplaced > 0) say(`  ${r.name}: ${r.unplaced} requests whose webhook-id gives no stream position`);
+    for (const [k, v] of [...image].filter(([key, want]) => r.state.get(key)?.value !== want).slice(0, 5)) {
+      say(`  ${r.name}: ${k} holds ${JSON.stringify(r.state.get(k)?.value)} (from ${JSON.stringify(r.state.get(k)?.at)}), the image ${JSON.stringify(v)}`);
+    }
+    for (const [k, v] of arrivalMismatches(r, image).slice(0, 5)) {
       const by = r.setBy.get(k);
       const between = by === undefined ? '' : log.filter((l) => l.at >= by.at - KILL_SLACK_MS).map((l) => l.fault).join(',') || 'none';
-      say(`  ${r.name}: ${k} holds ${JSON.stringify(r.state.get(k))}, the image ${JSON.stringify(v)}; set by ${by === undefined ? 'nothing' : `${by.id} ${Math.round((Date.now() - by.at) / 1000)} s before the end; faults since: ${between}`}`);
+      say(`  ${r.name}, applying as requests arrive: ${k} would hold ${JSON.stringify(r.arrived.get(k))}, the image ${JSON.stringify(v)}; set by ${by === undefined ? 'nothing' : `${by.id}${by.behind ? ', which came after a newer one,' : ''} ${Math.round((Date.now() - by.at) / 1000)} s before the end; faults since: ${between}`}`);
     }
   }
   const inboundRow = await checkInbound();
