@@ -57,6 +57,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from '../support/freePort';
 import { startRedisServer } from '../support/redisServer';
+import { keyOf, StreamOrderedState } from '../support/streamOrder';
 import { BIN_PATH } from '../src/version';
 
 const SECONDS = Number(process.env.CHAOS_SECONDS ?? 300);
@@ -232,38 +233,20 @@ interface Receiver {
   readonly late?: { readonly initialState: true; readonly integrityPeriodSeconds: number };
   fromSeq: number;
   /**
-   * What it holds, applying the first copy of every request in stream order (`{casdu}:{ioa}` → the
-   * value, and the stream position it is from): a request's position is in its webhook-id — a live
-   * batch's last entry (`{first}_{last}`), an interrogation's `P` (`gi-{P}-{k}`, `pi-{P}-{k}`) — and
-   * a point is taken from a batch only when the batch ends after the one it holds, from an
-   * interrogation when `P` is not before it. A request that arrives after a newer one (a retry, the
-   * entries of a killed replica claimed a minute later) changes nothing.
+   * What it holds, applying the first copy of every request in stream order, by the position its
+   * webhook-id carries (support/streamOrder.ts): a request that arrives after a newer one (a retry,
+   * the entries of a killed replica claimed a minute later) changes nothing.
    */
-  readonly state: Map<string, { readonly value: unknown; readonly at: StreamId }>;
+  readonly state: StreamOrderedState;
   /** What it would hold applying every first copy as it arrives, whatever its position (reported, CONTRACT 4.6's "retries aside"). */
   readonly arrived: Map<string, unknown>;
   /** `{casdu}:{ioa}` → the request that last set it in arrival order, when, and whether it came after a newer one. */
   readonly setBy: Map<string, { readonly id: string; readonly at: number; readonly behind: boolean }>;
-  /** webhook-ids whose form gives no stream position (none expected: a run with one fails): applied as they arrive, and reported. */
+  /** webhook-ids whose form gives no stream position (none expected: a run with one fails): not applied, and reported. */
   unplaced: number;
   /** Requests of interrogations (first copies), by cause. */
   readonly interrogations: Map<string, number>;
 }
-
-/** A stream ID (`{ms}-{seq}`) as a pair of numbers, to compare. */
-type StreamId = readonly [number, number];
-const streamId = (s: string): StreamId => {
-  const [ms, seq] = s.split('-');
-  return [Number(ms), Number(seq)];
-};
-const after = (a: StreamId, b: StreamId): boolean => (a[0] !== b[0] ? a[0] > b[0] : a[1] > b[1]);
-/** Where a request stands in the stream, from its webhook-id (CONTRACT 4.2, 4.6). */
-const placeOf = (id: string): { readonly at: StreamId; readonly image: boolean } | undefined => {
-  const image = /^[gp]i-(\d+-\d+)-\d+$/.exec(id);
-  if (image !== null) return { at: streamId(image[1]!), image: true };
-  const batch = /^\d+-\d+_(\d+-\d+)$/.exec(id);
-  return batch === null ? undefined : { at: streamId(batch[1]!), image: false };
-};
 
 /** A list of seqs as runs (`3-7,9,in12:1`), for the report. */
 const ranges = (xs: Array<number | string>): string => {
@@ -283,7 +266,7 @@ const startReceiver = async (
   const port = await freePort();
   const r: Receiver = {
     name, mode: 'ok', delay, url: `http://127.0.0.1:${port}/hook`, server: undefined as unknown as Server,
-    ...(filter !== undefined ? { filter } : {}), ...(late !== undefined ? { late } : {}), inConfig: late === undefined, fromSeq: late === undefined ? 0 : Infinity, state: new Map(), arrived: new Map(), setBy: new Map(), unplaced: 0, interrogations: new Map(),
+    ...(filter !== undefined ? { filter } : {}), ...(late !== undefined ? { late } : {}), inConfig: late === undefined, fromSeq: late === undefined ? 0 : Infinity, state: new StreamOrderedState(), arrived: new Map(), setBy: new Map(), unplaced: 0, interrogations: new Map(),
     wants: (seq) => (filter === undefined || filter.casdu.includes(casduOf(seq))) && seq >= r.fromSeq, outside: 0,
     ids: new Map(), raw: new Map(), dedup: new Map(), idsWithTwoContents: 0, repeats: [], firstSeen: new Map(), answeredTooLate: new Set(),
     deadLettered: 0, deadLetterReasons: new Map(), inbound: new Set(), firstSeqs: new Map(), seqId: new Map(), dedupReports: 0,
@@ -329,18 +312,12 @@ const startReceiver = async (
           }
           for (const p of posted) r.inbound.add(p);
           // a receiver that de-duplicates by webhook-id and applies in stream order; and one that applies as requests arrive
-          const place = placeOf(id);
-          if (place === undefined) r.unplaced++;
-          const takes = (key: string): boolean => {
-            const held = r.state.get(key);
-            return place === undefined || held === undefined || (place.image ? !after(held.at, place.at) : after(place.at, held.at));
-          };
-          const taken = new Set(points.map((p) => `${p.casdu}:${p.ioa}`).filter(takes));
+          const taken = r.state.apply(id, points);
+          if (taken === undefined) r.unplaced++;
           for (const p of points) {
-            const key = `${p.casdu}:${p.ioa}`;
-            if (taken.has(key)) r.state.set(key, { value: p.value, at: place?.at ?? r.state.get(key)?.at ?? [0, 0] });
+            const key = keyOf(p);
             r.arrived.set(key, p.value);
-            if (r.late !== undefined) r.setBy.set(key, { id, at: now, behind: !taken.has(key) });
+            if (r.late !== undefined) r.setBy.set(key, { id, at: now, behind: taken !== undefined && !taken.has(key) });
           }
           if (parsed.cause !== undefined) r.interrogations.set(parsed.cause, (r.interrogations.get(parsed.cause) ?? 0) + 1);
         } else {
@@ -761,7 +738,7 @@ const readImage = async (): Promise<Map<string, unknown>> => {
   }
   return image;
 };
-const mismatches = (r: Receiver, image: Map<string, unknown>): number => [...image].filter(([k, v]) => r.state.get(k)?.value !== v).length;
+const mismatches = (r: Receiver, image: Map<string, unknown>): number => [...image].filter(([k, v]) => r.state.value(k) !== v).length;
 /** Points the receiver would hold otherwise, applying every request as it arrives. */
 const arrivalMismatches = (r: Receiver, image: Map<string, unknown>): Array<[string, unknown]> => [...image].filter(([k, v]) => r.arrived.get(k) !== v);
 
@@ -911,8 +888,8 @@ const run = async (): Promise<number> => {
   // applying requests as they arrive: which request set it last, when, whether it came after a newer one, the faults since
   for (const r of receivers.filter((x) => x.late !== undefined)) {
     if (r.unplaced > 0) say(`  ${r.name}: ${r.unplaced} requests whose webhook-id gives no stream position`);
-    for (const [k, v] of [...image].filter(([key, want]) => r.state.get(key)?.value !== want).slice(0, 5)) {
-      say(`  ${r.name}: ${k} holds ${JSON.stringify(r.state.get(k)?.value)} (from ${JSON.stringify(r.state.get(k)?.at)}), the image ${JSON.stringify(v)}`);
+    for (const [k, v] of [...image].filter(([key, want]) => r.state.value(key) !== want).slice(0, 5)) {
+      say(`  ${r.name}: ${k} holds ${JSON.stringify(r.state.value(k))} (from ${JSON.stringify(r.state.held.get(k)?.at)}), the image ${JSON.stringify(v)}`);
     }
     for (const [k, v] of arrivalMismatches(r, image).slice(0, 5)) {
       const by = r.setBy.get(k);

@@ -3,6 +3,7 @@ import { FAST, pendingCount, usePushHarness } from './helpers/push';
 import type { Receiver } from './helpers/receiver';
 import { freePort } from './helpers/redis';
 import { sign } from '../src/streams/webhookClient';
+import { StreamOrderedState } from '../support/streamOrder';
 
 /**
  * Issue 23 (CONTRACT 4.6) against the built CLI, a private Redis and real receivers: a late
@@ -149,6 +150,49 @@ it('a request the receiver fails goes to the backlog with its points (its body, 
   expect(bodyOf(second[2]!).cause).toBe('interrogation');
   expect([...held(hook).entries()].sort()).toEqual(Array.from({ length: 30 }, (_, i) => [`7:${i}`, `b-${i}`]).sort());
   await eventually(async () => ((await h.r.client.hget('connectors:gi-backlog:interrogated', hook.url)) !== null ? true : undefined), 20000, 'recorded');
+});
+
+it('a killed replica\'s batch, claimed after a newer batch and an interrogation, arrives last: applied as requests arrive it leaves a point behind the image, an interrogation of the unchanged stream repeats the same id, and a receiver ordering by the webhook-ids\' stream positions holds the image', async () => {
+  // docs/push.md, "Holding exactly the image": what CONTRACT 4.6's "retries aside" means for a
+  // receiver, step by step (the chaos run meets it by chance: a replica SIGKILLed near the end)
+  let hung = false;
+  const hook = await h.receiver((_, r) => (!hung && r.body.includes('"v1"') ? ((hung = true), 'hang') : { status: 200 }));
+  const claimFast = { Datastore__ClaimIdleMilliseconds: '1000', Datastore__ClaimIntervalMilliseconds: '500' };
+  // replica B reads e1 and its request hangs (no retry within the test: a long timeout)
+  const { c: b, base } = await h.outbound('gi-claim', [{ url: hook.url }], { ...claimFast, Datastore__ConsumerName: 'gi-claim-b', Webhooks__TimeoutMilliseconds: '60000' });
+  const [e1] = await write([point(8, 1, 'v1')]);
+  await eventually(() => (hook.requests.length === 1 ? true : undefined), 20000, 'e1 sent, hanging');
+  // e2 goes past it, then an interrogation (P = e2)
+  const [e2] = await write([point(8, 1, 'v2')]);
+  const ids = () => hook.delivered().map((q) => String(q.headers['webhook-id']));
+  await eventually(() => (ids().includes(`${e2}_${e2}`) ? true : undefined), 20000, 'e2 delivered');
+  expect((await fetch(`${base}/api/webhooks/0/interrogation`, { method: 'POST' })).status).toBe(202);
+  await eventually(() => (ids().includes(`gi-${e2}-1`) ? true : undefined), 20000, 'the interrogation delivered');
+  // B dies holding e1; A claims it once B has been idle a second, and sends it under its first id
+  await b.stop('SIGKILL');
+  const a = new Connector('outbound', { Id: 'gi-claim', ConnectionStrings__Datastore: h.r.redis.url, Datastore__ConsumerName: 'gi-claim-a', ...FAST, ...claimFast });
+  h.running.push(a);
+  await eventually(() => (ids().includes(`${e1}_${e1}`) ? true : undefined), 20000, 'e1 claimed and delivered');
+  // (its log line may reach this process after the request reaches the receiver)
+  await a.waitForLog((l) => l.msg === 'claimed the pending entries of a consumer that stopped reading' && l.from === 'gi-claim-b');
+  // the stream has not moved: another interrogation reads the same P, so the same id and content
+  await a.waitForLog((l) => l.msg === 'outbound connector listening');
+  expect((await fetch(`${base}/api/webhooks/0/interrogation`, { method: 'POST' })).status).toBe(202);
+  await eventually(() => (ids().filter((id) => id === `gi-${e2}-1`).length === 2 ? true : undefined), 20000, 'the second interrogation delivered');
+  expect(ids()).toEqual([`${e2}_${e2}`, `gi-${e2}-1`, `${e1}_${e1}`, `gi-${e2}-1`]);
+  expect(hook.requests[0]!.headers['webhook-id']).toBe(`${e1}_${e1}`);
+  const gi = hook.delivered().filter((q) => q.headers['webhook-id'] === `gi-${e2}-1`);
+  expect(gi[0]!.body).toBe(gi[1]!.body);
+
+  const want = await image((x) => x.casdu === 8);
+  expect(want.get('8:1')).toBe('v2');
+  // de-duplicated by webhook-id: applied as they arrive, e1's value is held; in stream order, the image
+  const firstCopies = hook.delivered().filter((q, i, all) => all.findIndex((o) => o.headers['webhook-id'] === q.headers['webhook-id']) === i);
+  const arrived = new Map<string, string>();
+  for (const q of firstCopies) for (const x of bodyOf(q).datapoints) arrived.set(`${x.casdu}:${x.ioa}`, x.value);
+  const ordered = new StreamOrderedState();
+  for (const q of firstCopies) ordered.apply(String(q.headers['webhook-id']), bodyOf(q).datapoints);
+  expect([arrived.get('8:1'), ordered.value('8:1')]).toEqual(['v1', 'v2']);
 });
 
 it('POST /api/webhooks/{index}/interrogation: 202 queued, 409 while it runs, 404 for an index not configured, 401 without a key; the status shows it running, then done', async () => {
