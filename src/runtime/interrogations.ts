@@ -35,7 +35,7 @@ export interface InterrogationDeps {
  * A run's requests between two full collections of the main thread's heap. Measured for 1,000,000
  * points under load (bench `interrogation-1m`): every 50 requests, the other webhooks' p99 1.20–1.21×
  * a run without the interrogation (each collection's last step holds their batches up); every 150,
- * 1.11–1.16×, and the connector's peak RSS growth beyond the load's 34–35 MB instead of 28–32.
+ * 1.10–1.16× in three runs, and the connector's peak RSS growth beyond the load's 26–35 MB instead of 28–32.
  */
 const COLLECT_EVERY_REQUESTS = 150;
 /** How long the initial interrogation's lock lives without renewal (it is renewed every third of it). */
