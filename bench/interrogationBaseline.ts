@@ -7,7 +7,7 @@
  */
 import { Redis } from 'ioredis';
 import { request, Agent } from 'node:http';
-import { imageReader } from '../src/streams/image';
+import { imageReader } from '../src/streams/image/image';
 
 const [redisPort, url] = process.argv.slice(2) as [string, string];
 const IN_FLIGHT = 4;

@@ -1,6 +1,8 @@
+import * as E from 'fp-ts/Either';
 import { existsSync, readFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { get as httpsGet } from 'node:https';
+import { readStartupParameters } from './config/appsettings';
 import { collectRaw, PARAMETERS } from './config/startup';
 import type { AddressRecord } from './runtime/addressFile';
 
@@ -65,15 +67,9 @@ export const healthcheck = async (file: string | undefined, timeoutMs = 2000): P
 };
 
 /** The address file's path from the startup parameters (`appsettings.json`, then the environment). */
-export const addressFileSetting = (env: NodeJS.ProcessEnv = process.env): string | undefined => {
-  let appsettings: unknown = {};
-  try {
-    appsettings = JSON.parse(readFileSync('appsettings.json', 'utf8'));
-  } catch {
-    /* absent or unreadable: the environment alone (the connector itself reports a bad file) */
-  }
-  return collectRaw(appsettings, env).get(PARAMETERS.addressFile.toLowerCase());
-};
+export const addressFileSetting = (env: NodeJS.ProcessEnv = process.env): string | undefined =>
+  // a file that cannot be read or is not JSON: the environment alone (the connector itself reports a bad file)
+  E.getOrElse(() => collectRaw({}, env))(readStartupParameters(env)).get(PARAMETERS.http.addressFile.toLowerCase());
 
 if (require.main === module) {
   void healthcheck(addressFileSetting()).then(({ code, message }) => {

@@ -1,4 +1,4 @@
-import { bodyPool } from '../src/runtime/bodyPool';
+import { bodyPool } from '../src/runtime/interrogation/bodyPool';
 
 it('gives a released body\'s memory to the next body that fits, never one still in use, and makes a larger one when none fits', () => {
   const pool = bodyPool();

@@ -1,11 +1,11 @@
 import type { Redis } from 'ioredis';
 import { createServer, type Server } from 'node:http';
 import { Writable } from 'node:stream';
-import { createApp, type DataRoute } from '../src/http/app';
-import { makeMetrics } from '../src/http/metrics';
+import { createApp, type DataRoute } from '../src/http/app/app';
+import { makeMetrics } from '../src/telemetry/metrics';
 import { outboundOpenApi } from '../src/http/openapi/outbound';
-import { outboundRoutes } from '../src/http/outbound';
-import { sendJsonText } from '../src/http/problem';
+import { outboundRoutes } from '../src/http/outbound/routes';
+import { sendJsonText } from '../src/http/app/problem';
 import type { ConnectorContext } from '../src/runtime/connector';
 import { buildInbound } from '../src/runtime/inbound';
 import { makeLogger } from '../src/runtime/logger';

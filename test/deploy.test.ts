@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { DEFAULT_HOST_URL } from '../src/config/managed';
 import { PARAMETERS } from '../src/config/startup';
-import { makeMetrics } from '../src/http/metrics';
+import { makeMetrics } from '../src/telemetry/metrics';
 import { GRACE_MS } from '../src/runtime/connector';
 import { buildInbound } from '../src/runtime/inbound';
 import { buildOutbound } from '../src/runtime/outbound';
@@ -152,8 +152,8 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     expect(container.livenessProbe.httpGet).toEqual({ path: '/health/live', port: 'http' });
     expect(container.readinessProbe.httpGet).toEqual({ path: '/health/ready', port: 'http' });
     const env = container.env as Array<{ name: string; value?: string; valueFrom?: { secretKeyRef: { name: string } } }>;
-    const tlsParams = [PARAMETERS.httpTlsCertFile, PARAMETERS.httpTlsKeyFile, PARAMETERS.clientCaFile];
-    const withTls = env.some((e) => envFor(e.name) === envFor(PARAMETERS.httpTlsCertFile));
+    const tlsParams = [PARAMETERS.http.tlsCertFile, PARAMETERS.http.tlsKeyFile, PARAMETERS.http.clientCaFile];
+    const withTls = env.some((e) => envFor(e.name) === envFor(PARAMETERS.http.tlsCertFile));
     expect(env.map((e) => envFor(e.name)).sort()).toEqual([envFor(PARAMETERS.connectionString), envFor(PARAMETERS.id), ...(withTls ? tlsParams.map(envFor) : [])].sort());
     if (withTls) {
       // CONTRACT 7.1: the files the parameters name lie in a Secret mounted as a directory (so a renewal is swapped in)

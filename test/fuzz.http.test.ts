@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { buildInbound } from '../src/runtime/inbound';
 import { outboundOpenApi } from '../src/http/openapi/outbound';
-import { outboundRoutes } from '../src/http/outbound';
+import { outboundRoutes } from '../src/http/outbound/routes';
 import type { ConnectorContext } from '../src/runtime/connector';
 import { request } from './helpers/http';
 import { startInProcess, type InProcess } from './helpers/inProcess';

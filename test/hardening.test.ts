@@ -1,14 +1,14 @@
 import * as E from 'fp-ts/Either';
 import { createServer, get as httpGet } from 'node:http';
 import { Writable } from 'node:stream';
-import { createApp } from '../src/http/app';
-import { makeMetrics } from '../src/http/metrics';
+import { createApp } from '../src/http/app/app';
+import { makeMetrics } from '../src/telemetry/metrics';
 import { parseConnectionString, toRedisOptions } from '../src/config/connectionString';
 import { parseManagedSettings } from '../src/config/managed';
 import { collectRaw, loadStartupSettings } from '../src/config/startup';
 import { makeLogger } from '../src/runtime/logger';
 import { runConnector } from '../src/runtime/connector';
-import { decodeEntry } from '../src/streams/entries';
+import { decodeEntry } from '../src/streams/read/entries';
 import { Connector, eventually, runCli } from './helpers/cli';
 import { request } from './helpers/http';
 import { pendingCount, usePushHarness } from './helpers/push';
@@ -130,7 +130,7 @@ describe('case 13: parameters that would disable safety are startup errors', () 
 describe('cases 12 and 14: query strings and GET-all', () => {
   const { startInProcess } = require('./helpers/inProcess') as typeof import('./helpers/inProcess');
   const { buildInbound } = require('../src/runtime/inbound') as typeof import('../src/runtime/inbound');
-  const { outboundRoutes } = require('../src/http/outbound') as typeof import('../src/http/outbound');
+  const { outboundRoutes } = require('../src/http/outbound/routes') as typeof import('../src/http/outbound/routes');
   const { outboundOpenApi } = require('../src/http/openapi/outbound') as typeof import('../src/http/openapi/outbound');
   const pull = (ctx: import('../src/runtime/connector').ConnectorContext) => ({
     dataRoutes: outboundRoutes({ redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, log: ctx.log, metrics: ctx.metrics }),
@@ -199,7 +199,7 @@ describe('case 15: codes and texts', () => {
   const { buildInbound } = require('../src/runtime/inbound') as typeof import('../src/runtime/inbound');
   /** The outbound connector's data routes in the test process, against the test's Redis. */
   const startOutbound = () => {
-    const { outboundRoutes } = require('../src/http/outbound') as typeof import('../src/http/outbound');
+    const { outboundRoutes } = require('../src/http/outbound/routes') as typeof import('../src/http/outbound/routes');
     const { outboundOpenApi } = require('../src/http/openapi/outbound') as typeof import('../src/http/openapi/outbound');
     return startInProcess('outbound', (ctx) => ({
       dataRoutes: outboundRoutes({ redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, log: ctx.log, metrics: ctx.metrics }),
@@ -467,7 +467,7 @@ describe('case 11: answers that tell the truth', () => {
 });
 
 it('CONTRACT 5.1: an EXEC that got no answer in time is reported as of unknown outcome — and may indeed have been applied', async () => {
-  const { execAtomically } = require('../src/http/inboundStore') as typeof import('../src/http/inboundStore');
+  const { execAtomically } = require('../src/http/inbound/store') as typeof import('../src/http/inbound/store');
   const { Redis: IORedis } = require('ioredis') as typeof import('ioredis');
   const slow = new IORedis({ port: redis.port, host: '127.0.0.1', protocol: 2, commandTimeout: 300, maxRetriesPerRequest: 0 });
   slow.on('error', () => undefined);

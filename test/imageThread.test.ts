@@ -2,9 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
-import { imageThread, type ImageThread, type ThreadInit, type ThreadLogLevel } from '../src/runtime/imageThread';
-import { interrogationRequest } from '../src/streams/interrogation';
-import { sign } from '../src/streams/webhookClient';
+import { imageThread, type ThreadInit, type ThreadLogLevel } from '../src/runtime/interrogation/imageThread';
+import { interrogationRequest, type ImageThread } from '../src/streams/interrogation/interrogation';
+import { sign } from '../src/streams/webhook/client';
 import { Receiver } from './helpers/receiver';
 import { privateRedis, TestRedis } from './helpers/redis';
 

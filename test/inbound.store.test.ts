@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/Either';
 import type { Redis } from 'ioredis';
-import { pendingCommand } from '../src/http/idempotency';
-import { redisInboundStore, type StoreSession } from '../src/http/inboundStore';
+import { pendingCommand } from '../src/http/inbound/idempotency';
+import { redisInboundStore, type StoreSession } from '../src/http/inbound/store';
 import { privateRedis } from './helpers/redis';
 
 /**

@@ -2,7 +2,7 @@ import { Connector, eventually, runCli } from './helpers/cli';
 import { FAST, pendingCount, usePushHarness } from './helpers/push';
 import type { Receiver } from './helpers/receiver';
 import { freePort } from './helpers/redis';
-import { sign } from '../src/streams/webhookClient';
+import { sign } from '../src/streams/webhook/client';
 import { StreamOrderedState } from '../support/streamOrder';
 
 /**

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { scanPoint } from '../src/streams/jsonBytes';
+import { scanPoint } from '../src/streams/image/jsonBytes';
 
 /** What an interrogation decided with JSON.parse before it read bytes: the reference. */
 const reference = (b: Buffer): { object: boolean; type: number | undefined; notUtf8: boolean } => {

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { outboundRoutes } from '../src/http/outbound';
+import { outboundRoutes } from '../src/http/outbound/routes';
 import { outboundOpenApi } from '../src/http/openapi/outbound';
 import type { ConnectorContext } from '../src/runtime/connector';
 import { startInProcess, type InProcess } from './helpers/inProcess';

@@ -3,7 +3,7 @@ import { eventually } from './helpers/cli';
 import { pendingCount, usePushHarness } from './helpers/push';
 import type { TestRedis } from './helpers/redis';
 import { missing, tally } from './helpers/tally';
-import { webhookKey } from '../src/streams/deliveryState';
+import { webhookKey } from '../src/streams/read/deliveryState';
 
 /**
  * Issue 9, cases 1–7: each fault reproduced on its own against the built CLI, a real Redis and

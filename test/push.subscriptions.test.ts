@@ -324,7 +324,7 @@ it('unreadable or invalid TLS and OAuth 2.0 files stop the start with exit 2 nam
   const cases: Array<[object, RegExp]> = [
     [{ tls: { caFile: join(dir, 'nope.pem') } }, /webhooks\[0\]\.tls\.caFile: cannot read .*nope\.pem: no such file/],
     [{ tls: { caFile: join(dir, 'bad.pem') } }, /webhooks\[0\]\.tls\.caFile: not a PEM certificate bundle/],
-    [{ tls: { certFile: certs.clientCert, keyFile: certs.serverKey } }, /webhooks\[0\]\.tls\.certFile: certificate and tls\.keyFile do not load as a pair/],
+    [{ tls: { certFile: certs.clientCert, keyFile: certs.serverKey } }, /webhooks\[0\]\.tls\.certFile and webhooks\[0\]\.tls\.keyFile do not load as a pair/],
     [{ auth: { oauth2: { tokenUrl: 'http://127.0.0.1:1/t', clientId: 'c', clientSecretFile: join(dir, 'empty') } } }, /webhooks\[0\]\.auth\.oauth2\.clientSecretFile: .*empty is empty/],
   ];
   for (const [i, [extra, message]] of cases.entries()) {

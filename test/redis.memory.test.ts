@@ -1,7 +1,7 @@
 import { belowLimit, HOUR_MS, INITIAL, observe, parseInfo, type MemoryReading, type WatchState } from '../src/runtime/memory';
 import { defaultIfEmpty, firstValueFrom } from 'rxjs';
-import { isOutOfMemory } from '../src/streams/replies';
-import { redisDeliveryState } from '../src/streams/deliveryState';
+import { isOutOfMemory } from '../src/streams/store/replies';
+import { redisDeliveryState } from '../src/streams/read/deliveryState';
 import { Connector, eventually } from './helpers/cli';
 import { postJson, request } from './helpers/http';
 import { FAST, pendingCount, usePushHarness } from './helpers/push';

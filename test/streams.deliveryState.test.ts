@@ -1,6 +1,6 @@
 import { lastValueFrom } from 'rxjs';
 import { batchesKey } from '../src/mapping/keys';
-import { decodeRecords, redisDeliveryState, webhookKey } from '../src/streams/deliveryState';
+import { decodeRecords, redisDeliveryState, webhookKey } from '../src/streams/read/deliveryState';
 import { privateRedis } from './helpers/redis';
 
 /** The invariants written at the top of src/streams/deliveryState.ts, against a real Redis. */

@@ -1,7 +1,7 @@
 import type { PointFilter } from '../src/config/managed';
-import { toBatch } from '../src/streams/batches';
-import type { DecodedEntry } from '../src/streams/entries';
-import { matches, partFor } from '../src/streams/filter';
+import { toBatch } from '../src/streams/read/batches';
+import type { DecodedEntry } from '../src/streams/read/entries';
+import { matches, partFor } from '../src/streams/webhook/filter';
 
 /** The invariants at the top of src/streams/filter.ts, one test each. */
 const point = (id: string, casdu?: number, ioa?: number, type?: number): DecodedEntry => ({

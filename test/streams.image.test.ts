@@ -1,4 +1,4 @@
-import { findAddresses, imageReader, sortAddresses } from '../src/streams/image';
+import { findAddresses, imageReader, sortAddresses } from '../src/streams/image/image';
 import { privateRedis } from './helpers/redis';
 
 /**

@@ -1,12 +1,12 @@
 import { map, NEVER, Observable, of, Subject, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import type { PostBatch, WebhookResponse } from '../src/streams/answers';
-import { REDRIVABLE, byStreamOrder, type BacklogItem, type LaneBacklog } from '../src/streams/backlog';
-import { toBatch, type Batch } from '../src/streams/batches';
-import { webhookLane, type LaneObserver, type LaneResult } from '../src/streams/deliver';
-import { webhookKey } from '../src/streams/deliveryState';
-import { interrogationBatch, pullEach, type Interrogation, type InterrogationEvent } from '../src/streams/interrogation';
-import type { Subscription } from '../src/streams/subscription';
+import type { PostBatch, WebhookResponse } from '../src/streams/webhook/answers';
+import { REDRIVABLE, byStreamOrder, type BacklogItem, type LaneBacklog } from '../src/streams/webhook/backlog';
+import { toBatch, type Batch } from '../src/streams/read/batches';
+import { webhookLane, type LaneObserver, type LaneResult } from '../src/streams/webhook/lane';
+import { webhookKey } from '../src/streams/read/deliveryState';
+import { interrogationBatch, pullEach, type Interrogation, type InterrogationEvent } from '../src/streams/interrogation/interrogation';
+import type { Subscription } from '../src/streams/webhook/subscription';
 
 /**
  * Invariant 10 of a lane (src/streams/deliver.ts; CONTRACT 4.6): an interrogation in the middle of

@@ -1,4 +1,4 @@
-import * as L from '../src/streams/laneState';
+import * as L from '../src/streams/webhook/laneState';
 
 /** One table per invariant of src/streams/laneState.ts: the lane's rules without a scheduler, a request or a backlog. */
 const S = (over: Partial<L.LaneSettings> = {}): L.LaneSettings => ({ queueCap: 2, circuitThreshold: 2, autoRedrive: true, ...over });

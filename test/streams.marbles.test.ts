@@ -1,16 +1,16 @@
 import { map, NEVER, Observable, of, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { batches, toBatch, type Batch } from '../src/streams/batches';
-import { byStreamOrder, REDRIVABLE, type BacklogItem, type BacklogReason, type LaneBacklog } from '../src/streams/backlog';
-import type { PostBatch, WebhookResponse } from '../src/streams/answers';
-import { memoryDisabledMark, webhookLane, type DisabledMark, type LaneObserver, type LaneResult } from '../src/streams/deliver';
-import type { DecodedEntry, StreamEntry } from '../src/streams/entries';
-import { pushPipeline$, type PipelineEvent } from '../src/streams/pipeline';
-import { readUpdates$, wholeBatches, type ConsumerInfo, type ReaderOptions, type ReadChunk, type StreamPort } from '../src/streams/reader';
-import { regroup } from '../src/streams/regroup';
+import { batches, toBatch, type Batch } from '../src/streams/read/batches';
+import { byStreamOrder, REDRIVABLE, type BacklogItem, type BacklogReason, type LaneBacklog } from '../src/streams/webhook/backlog';
+import type { PostBatch, WebhookResponse } from '../src/streams/webhook/answers';
+import { memoryDisabledMark, webhookLane, type DisabledMark, type LaneObserver, type LaneResult } from '../src/streams/webhook/lane';
+import type { DecodedEntry, StreamEntry } from '../src/streams/read/entries';
+import { pushPipeline$, type PipelineEvent } from '../src/streams/read/pipeline';
+import { readUpdates$, wholeBatches, type ConsumerInfo, type ReaderOptions, type ReadChunk, type StreamPort } from '../src/streams/read/reader';
+import { regroup } from '../src/streams/read/regroup';
 import type { Webhook } from '../src/config/managed';
-import { webhookKey } from '../src/streams/deliveryState';
-import { makeSubscriptions, type DeliverySettings, type Subscription } from '../src/streams/subscription';
+import { webhookKey } from '../src/streams/read/deliveryState';
+import { makeSubscriptions, type DeliverySettings, type Subscription } from '../src/streams/webhook/subscription';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 const entry = (id: string): DecodedEntry => ({ id, json: JSON.stringify({ v: id }) });
@@ -765,7 +765,7 @@ function mapEvents2() {
 describe('regroup (stable webhook-id after a restart)', () => {
   const rec = (first: string, last: string) => [first, { first, last, done: new Set<string>() }] as const;
   const chunk = (replay: boolean, ids: string[], records?: Map<string, { first: string; last: string; done: Set<string> }>): ReadChunk => ({ entries: ids.map(raw), replay, ...(records ? { records } : {}) });
-  const unitText = () => (s: Observable<import('../src/streams/regroup').Unit>) =>
+  const unitText = () => (s: Observable<import('../src/streams/read/regroup').Unit>) =>
     s.pipe(map((u) => (u.kind === 'entry' ? u.entry.id : `${u.record ? 'R' : 'N'}[${u.entries.map((e) => e.id).join(',')}]`)));
 
   it('re-forms replayed entries along recorded boundaries, across pages; unrecorded replayed entries form batches of their own', () => {

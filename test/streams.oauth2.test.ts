@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { oauth2Tokens, RENEW_BEFORE_MS } from '../src/streams/oauth2';
+import { oauth2Tokens, RENEW_BEFORE_MS } from '../src/streams/webhook/oauth2';
 
 /** CONTRACT 4.5's token rules, against a token endpoint in this process and a clock of the test's own. */
 let server: Server;

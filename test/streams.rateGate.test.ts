@@ -1,4 +1,4 @@
-import { rateGate } from '../src/streams/rateGate';
+import { rateGate } from '../src/streams/webhook/rateGate';
 
 /**
  * Starts of requests asking at the given times (ascending), each asking again when told to wait,

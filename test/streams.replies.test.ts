@@ -1,11 +1,11 @@
 import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
-import { redisDeliveryState } from '../src/streams/deliveryState';
-import { decodeEntry, decodeReadReply } from '../src/streams/entries';
-import { redisStreamPort } from '../src/streams/redisPort';
-import { readGroupHealth } from '../src/streams/groupHealth';
-import { makeLossTracker } from '../src/streams/lossTracker';
-import { compareIds } from '../src/streams/streamIds';
+import { redisDeliveryState } from '../src/streams/read/deliveryState';
+import { decodeEntry, decodeReadReply } from '../src/streams/read/entries';
+import { redisStreamPort } from '../src/streams/read/redisStreamPort';
+import { readGroupHealth } from '../src/streams/read/groupHealth';
+import { makeLossTracker } from '../src/streams/read/lossTracker';
+import { compareIds } from '../src/streams/store/streamIds';
 import { TestRedis } from './helpers/redis';
 
 let redis: TestRedis;

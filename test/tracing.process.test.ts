@@ -3,7 +3,7 @@ import { Connector, eventually, runCli } from './helpers/cli';
 import { Collector } from './helpers/collector';
 import { usePushHarness } from './helpers/push';
 import { freePort } from './helpers/redis';
-import { compareIds } from '../src/streams/streamIds';
+import { compareIds } from '../src/streams/store/streamIds';
 
 /**
  * Issue 25 (CONTRACT 9): traces from the POST to the webhook, exported by both connectors (the

@@ -3,10 +3,10 @@ import { applyMappings } from '../src/mapping/apply';
 import { writeCommands } from '../src/mapping/commands';
 import { compilePath } from '../src/mapping/path';
 import type { Mapping } from '../src/mapping/types';
-import { backlogBatch, decodeBacklogEntry, encodeTraces } from '../src/streams/backlog';
-import { toBatch } from '../src/streams/batches';
-import { decodeEntry, type DecodedEntry } from '../src/streams/entries';
-import { partFor } from '../src/streams/filter';
+import { backlogBatch, decodeBacklogEntry, encodeTraces } from '../src/streams/webhook/backlog';
+import { toBatch } from '../src/streams/read/batches';
+import { decodeEntry, type DecodedEntry } from '../src/streams/read/entries';
+import { partFor } from '../src/streams/webhook/filter';
 import { tracingProtocol } from '../src/runtime/tracing';
 
 /** CONTRACT 9, piece by piece: where a trace context is stored, read, carried and kept. */

@@ -1,9 +1,9 @@
 import pino from 'pino';
-import { makeMetrics } from '../src/http/metrics';
-import { backlogBatch } from '../src/streams/backlog';
-import { toBatch } from '../src/streams/batches';
-import { makeSubscriptions, QUEUE_CAP } from '../src/streams/subscription';
-import { laneObserver, makeStatusBoard } from '../src/runtime/webhookStatus';
+import { makeMetrics } from '../src/telemetry/metrics';
+import { backlogBatch } from '../src/streams/webhook/backlog';
+import { toBatch } from '../src/streams/read/batches';
+import { makeSubscriptions, QUEUE_CAP } from '../src/streams/webhook/subscription';
+import { laneObserver, makeStatusBoard } from '../src/streams/webhook/status';
 
 /** CONTRACT 9: webhook_delivery_lag_seconds — one observation per delivered entry, from its stream ID's time to the 2xx. */
 const setup = (at: number) => {

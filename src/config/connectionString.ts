@@ -1,5 +1,7 @@
 import * as E from 'fp-ts/Either';
 import type { RedisOptions } from 'ioredis';
+import { keyPair, readCaBundle, readCertificate, readFromDisk, readKey, type ReadFile } from './pem';
+import { PARAMETERS, type StartupSettings } from './startup';
 
 /** What a connection string says, before it becomes ioredis options. */
 export interface DatastoreTarget {
@@ -177,4 +179,39 @@ export const toRedisOptions = (t: DatastoreTarget, files: TlsFiles = {}): RedisO
         ...(tls !== undefined ? { enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
       }
     : { ...common, host: first.host, port: first.port };
+};
+
+/**
+ * The data store's connection, from the startup parameters: the connection string and the PEM files
+ * of `Datastore:TlsCaFile`, `Datastore:TlsCertFile` and `Datastore:TlsKeyFile`, read at start by the
+ * one PEM reader (`pem.ts`). Every problem is reported, each naming its parameter (a startup error:
+ * exit 2).
+ */
+export const datastoreOptions = (s: StartupSettings, read: ReadFile = readFromDisk): E.Either<string[], RedisOptions> => {
+  const target = parseConnectionString(s.connectionString);
+  if (E.isLeft(target)) return E.left([`${PARAMETERS.connectionString}: ${target.left}`]);
+  const d = s.datastore;
+  const errors: string[] = [];
+  const take = (got: E.Either<string, Buffer> | undefined): Buffer | undefined => {
+    if (got === undefined) return undefined;
+    if (E.isLeft(got)) errors.push(got.left);
+    return E.isRight(got) ? got.right : undefined;
+  };
+  const ca = take(d.tlsCaFile === undefined ? undefined : readCaBundle(PARAMETERS.datastore.tlsCaFile, d.tlsCaFile, read));
+  const cert = take(d.tlsCertFile === undefined ? undefined : readCertificate(PARAMETERS.datastore.tlsCertFile, d.tlsCertFile, read));
+  const key = take(d.tlsKeyFile === undefined ? undefined : readKey(PARAMETERS.datastore.tlsKeyFile, d.tlsKeyFile, read));
+  if (errors.length === 0 && (cert === undefined) !== (key === undefined)) {
+    errors.push(`${PARAMETERS.datastore.tlsCertFile} and ${PARAMETERS.datastore.tlsKeyFile} go together (mutual TLS needs both)`);
+  }
+  if (cert !== undefined && key !== undefined) {
+    const pair = keyPair(PARAMETERS.datastore.tlsCertFile, PARAMETERS.datastore.tlsKeyFile, cert, key);
+    if (E.isLeft(pair)) errors.push(pair.left);
+  }
+  if (!target.right.tls && (d.tlsCaFile ?? d.tlsCertFile ?? d.tlsKeyFile) !== undefined) {
+    errors.push(`${PARAMETERS.connectionString}: TLS files are set but the connection string does not ask for TLS (add ssl=true, or use rediss://)`);
+  }
+  // as text: the options travel to the interrogation thread, where a Buffer would arrive as a plain Uint8Array
+  const text = (b: Buffer | undefined) => b?.toString('utf8');
+  const files: TlsFiles = { ...(ca !== undefined ? { ca: text(ca) } : {}), ...(cert !== undefined ? { cert: text(cert) } : {}), ...(key !== undefined ? { key: text(key) } : {}) };
+  return errors.length > 0 ? E.left(errors) : E.right(toRedisOptions(target.right, files));
 };

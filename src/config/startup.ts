@@ -1,75 +1,13 @@
 import * as E from 'fp-ts/Either';
-import { pipe } from 'fp-ts/function';
 
 /**
  * Startup parameters (CONTRACT 1): `appsettings.json` overridden by environment variables,
- * keys matched case-insensitively, `__` in an environment variable standing for `:`.
+ * keys matched case-insensitively, `__` in an environment variable standing for `:`. Each
+ * parameter is declared once, in `STARTUP` below — its name as the README and errors spell it,
+ * how its text is read, its default — and `StartupSettings` and `PARAMETERS` follow from that.
  */
-export interface StartupSettings {
-  readonly id: string;
-  readonly connectionString: string;
-  readonly datastore: {
-    readonly connectionRetrySeconds: number;
-    readonly streamPollIntervalMilliseconds: number;
-    readonly startFromLatest: boolean;
-    readonly configPollIntervalMilliseconds: number;
-    readonly streamMaxLength: number;
-    /** The consumer name in the group; stable across restarts so own pending entries are re-read. */
-    readonly consumerName: string;
-    /** A consumer that has not read for this long is taken for dead and its entries claimed (CONTRACT 4.3: 60 s). */
-    readonly claimIdleMilliseconds: number;
-    readonly claimIntervalMilliseconds: number;
-    /** A data-store command unanswered this long fails (503), and the store counts as stalled. */
-    readonly commandTimeoutMilliseconds: number;
-    /** PEM files for TLS to Redis (and sentinels): CA, client certificate and key (mutual TLS). */
-    readonly tlsCaFile?: string;
-    readonly tlsCertFile?: string;
-    readonly tlsKeyFile?: string;
-    /** CONTRACT 5.1.1: replicas that must acknowledge an inbound write before it is answered 200 (WAIT). */
-    readonly waitReplicas: number;
-    readonly waitTimeoutMilliseconds: number;
-    /** CONTRACT 6.6: start-up fails (exit 2) unless Redis's maxmemory_policy is noeviction. */
-    readonly requireNoEviction: boolean;
-    /** CONTRACT 6.6: how often the policy and the evictions are read (60 s). */
-    readonly memoryCheckIntervalMilliseconds: number;
-  };
-  readonly webhooks: {
-    readonly batchWindowMilliseconds: number;
-    readonly batchMaxSize: number;
-    readonly timeoutMilliseconds: number;
-    readonly maxAttempts: number;
-    readonly maxInFlight: number;
-    /** How long a graceful stop waits for in-flight deliveries (CONTRACT 4.3). */
-    readonly stopTimeoutMilliseconds: number;
-    /** CONTRACT 4.4: circuit, probes, redrive and the backlog's cap. */
-    readonly circuitFailureThreshold: number;
-    readonly probeIntervalSeconds: number;
-    readonly autoRedrive: boolean;
-    readonly deadLetterMaxLength: number;
-  };
-  readonly http: {
-    readonly maxBodyBytes: number;
-    /** CONTRACT 6.5: connection and memory budgets. */
-    readonly maxConnections: number;
-    readonly headersTimeoutMilliseconds: number;
-    readonly requestTimeoutMilliseconds: number;
-    readonly maxBodyBytesInFlight: number;
-    /** CONTRACT 5.1.1: how long an Idempotency-Key's answer is kept. */
-    readonly idempotencyTtlSeconds: number;
-    /** Where the running connector records the address it listens on, for `rest-connector healthcheck`. */
-    readonly addressFile?: string;
-    /** CONTRACT 7.1: the https listeners' certificate chain and key (PEM), watched for changes. */
-    readonly tlsCertFile?: string;
-    readonly tlsKeyFile?: string;
-    /** CONTRACT 7.1: the CA that signs client certificates; with it, https clients are asked for one. */
-    readonly clientCaFile?: string;
-  };
-  readonly apiKeys: readonly ApiKey[];
-  /** CONTRACT 7.1: `optional` by default when `Http:ClientCaFile` is set, else `off`. */
-  readonly clientCertificates: ClientCertificates;
-}
-
-type Raw = ReadonlyMap<string, string>;
+/** The parameters as given: lower-case names (`a:b`) to their text. */
+export type RawParameters = ReadonlyMap<string, string>;
 type Parser<A> = (name: string, value: string) => E.Either<string, A>;
 
 const positiveInt: Parser<number> = (name, value) =>
@@ -108,7 +46,6 @@ const consumerNameText: Parser<string> = (name, value) =>
     nonEmptyText(name, value),
   );
 
-/** An explicitly set value without any usable key would turn authentication off: refused (CONTRACT 6.5). */
 /** An API key and the name a request log line shows for it (CONTRACT 7.1): its own, or `key-N`. */
 export interface ApiKey {
   readonly name: string;
@@ -128,6 +65,7 @@ export const parseApiKeys = (value: string): ApiKey[] =>
     return m !== null ? { name: m[1]!, key: m[2]! } : { name: `key-${i + 1}`, key: entry };
   });
 
+/** An explicitly set value without any usable key would turn authentication off: refused (CONTRACT 6.5). */
 const keyList: Parser<readonly ApiKey[]> = (name, value) => {
   const keys = parseApiKeys(value);
   // (a value without a usable key holds only commas and blanks: safe to show)
@@ -151,49 +89,102 @@ export const MAX_MILLISECONDS = 2147483647;
 const millis: Parser<number> = (name, value) =>
   E.chain((n: number) => (n <= MAX_MILLISECONDS ? E.right(n) : E.left(`${name}: must be at most ${MAX_MILLISECONDS}, got '${value}'`)))(positiveInt(name, value));
 
-/** The canonical spelling of every parameter, as the README and error messages show it. */
-export const PARAMETERS = {
-  id: 'Id',
-  connectionString: 'ConnectionStrings:Datastore',
-  connectionRetrySeconds: 'Datastore:ConnectionRetrySeconds',
-  streamPollIntervalMilliseconds: 'Datastore:StreamPollIntervalMilliseconds',
-  startFromLatest: 'Datastore:StartFromLatest',
-  configPollIntervalMilliseconds: 'Datastore:ConfigPollIntervalMilliseconds',
-  streamMaxLength: 'Datastore:StreamMaxLength',
-  consumerName: 'Datastore:ConsumerName',
-  claimIdleMilliseconds: 'Datastore:ClaimIdleMilliseconds',
-  claimIntervalMilliseconds: 'Datastore:ClaimIntervalMilliseconds',
-  batchWindowMilliseconds: 'Webhooks:BatchWindowMilliseconds',
-  batchMaxSize: 'Webhooks:BatchMaxSize',
-  timeoutMilliseconds: 'Webhooks:TimeoutMilliseconds',
-  maxAttempts: 'Webhooks:MaxAttempts',
-  maxInFlight: 'Webhooks:MaxInFlight',
-  stopTimeoutMilliseconds: 'Webhooks:StopTimeoutMilliseconds',
-  circuitFailureThreshold: 'Webhooks:CircuitFailureThreshold',
-  probeIntervalSeconds: 'Webhooks:ProbeIntervalSeconds',
-  autoRedrive: 'Webhooks:AutoRedrive',
-  deadLetterMaxLength: 'Webhooks:DeadLetterMaxLength',
-  maxBodyBytes: 'Http:MaxBodyBytes',
-  maxConnections: 'Http:MaxConnections',
-  headersTimeoutMilliseconds: 'Http:HeadersTimeoutMilliseconds',
-  requestTimeoutMilliseconds: 'Http:RequestTimeoutMilliseconds',
-  maxBodyBytesInFlight: 'Http:MaxBodyBytesInFlight',
-  commandTimeoutMilliseconds: 'Datastore:CommandTimeoutMilliseconds',
-  tlsCaFile: 'Datastore:TlsCaFile',
-  tlsCertFile: 'Datastore:TlsCertFile',
-  tlsKeyFile: 'Datastore:TlsKeyFile',
-  waitReplicas: 'Datastore:WaitReplicas',
-  waitTimeoutMilliseconds: 'Datastore:WaitTimeoutMilliseconds',
-  idempotencyTtlSeconds: 'Http:IdempotencyTtlSeconds',
-  requireNoEviction: 'Datastore:RequireNoEviction',
-  memoryCheckIntervalMilliseconds: 'Datastore:MemoryCheckIntervalMilliseconds',
-  addressFile: 'Http:AddressFile',
-  httpTlsCertFile: 'Http:TlsCertFile',
-  httpTlsKeyFile: 'Http:TlsKeyFile',
-  clientCaFile: 'Http:ClientCaFile',
-  apiKeys: 'Authentication:ApiKeys',
-  clientCertificates: 'Authentication:ClientCertificates',
-} as const;
+
+/** A parameter: its name, how its text is read (errors name it), and its value when it is not given. */
+interface Param<A> {
+  readonly name: string;
+  readonly parse: Parser<A>;
+  /** The value when the parameter is absent; `hostname` and the other raw values are at hand for defaults that depend on them. */
+  readonly fallback: (c: { readonly hostname: string; readonly raw: RawParameters }) => A;
+}
+
+const param = <A>(name: string, parse: Parser<A>, fallback: A): Param<A> => ({ name, parse, fallback: () => fallback });
+
+/** A path-like parameter: present and not blank (trimmed), or absent. */
+const path = (name: string): Param<string | undefined> => ({ name, parse: (_n, v) => E.right(v.trim() === '' ? undefined : v.trim()), fallback: () => undefined });
+
+/** Every startup parameter, grouped as `StartupSettings` holds them. */
+const STARTUP = {
+  /** The connector Id; required by the connectors (`requireId`), optional for the operator commands. */
+  id: { name: 'Id', parse: (_n: string, v: string) => E.right(v.trim()), fallback: () => '' } as Param<string>,
+  connectionString: param('ConnectionStrings:Datastore', nonEmptyText, 'localhost:6379'),
+  datastore: {
+    connectionRetrySeconds: param('Datastore:ConnectionRetrySeconds', seconds, 2),
+    streamPollIntervalMilliseconds: param('Datastore:StreamPollIntervalMilliseconds', millis, 500),
+    startFromLatest: param('Datastore:StartFromLatest', bool, true),
+    configPollIntervalMilliseconds: param('Datastore:ConfigPollIntervalMilliseconds', millis, 1000),
+    streamMaxLength: param('Datastore:StreamMaxLength', positiveInt, 100000),
+    /** The consumer name in the group; stable across restarts so own pending entries are re-read. The host's name by default. */
+    consumerName: { name: 'Datastore:ConsumerName', parse: consumerNameText, fallback: (c) => c.hostname } as Param<string>,
+    /** A consumer that has not read for this long is taken for dead and its entries claimed (CONTRACT 4.3: 60 s). */
+    claimIdleMilliseconds: param('Datastore:ClaimIdleMilliseconds', millis, 60000),
+    claimIntervalMilliseconds: param('Datastore:ClaimIntervalMilliseconds', millis, 30000),
+    /** A data-store command unanswered this long fails (503), and the store counts as stalled. */
+    commandTimeoutMilliseconds: param('Datastore:CommandTimeoutMilliseconds', millis, 5000),
+    /** PEM files for TLS to Redis (and sentinels): CA, client certificate and key (mutual TLS). */
+    tlsCaFile: path('Datastore:TlsCaFile'),
+    tlsCertFile: path('Datastore:TlsCertFile'),
+    tlsKeyFile: path('Datastore:TlsKeyFile'),
+    /** CONTRACT 5.1.1: replicas that must acknowledge an inbound write before it is answered 200 (WAIT). */
+    waitReplicas: param('Datastore:WaitReplicas', nonNegativeInt, 0),
+    waitTimeoutMilliseconds: param('Datastore:WaitTimeoutMilliseconds', millis, 1000),
+    /** CONTRACT 6.6: start-up fails (exit 2) unless Redis's maxmemory_policy is noeviction. */
+    requireNoEviction: param('Datastore:RequireNoEviction', bool, false),
+    /** CONTRACT 6.6: how often the policy and the evictions are read (60 s). */
+    memoryCheckIntervalMilliseconds: param('Datastore:MemoryCheckIntervalMilliseconds', millis, 60000),
+  },
+  webhooks: {
+    batchWindowMilliseconds: param('Webhooks:BatchWindowMilliseconds', millis, 100),
+    batchMaxSize: param('Webhooks:BatchMaxSize', positiveInt, 1000),
+    timeoutMilliseconds: param('Webhooks:TimeoutMilliseconds', millis, 10000),
+    maxAttempts: param('Webhooks:MaxAttempts', positiveInt, 5),
+    maxInFlight: param('Webhooks:MaxInFlight', positiveInt, 4),
+    /** How long a graceful stop waits for in-flight deliveries (CONTRACT 4.3). */
+    stopTimeoutMilliseconds: param('Webhooks:StopTimeoutMilliseconds', stopTimeout, 8000),
+    /** CONTRACT 4.4: circuit, probes, redrive and the backlog's cap. */
+    circuitFailureThreshold: param('Webhooks:CircuitFailureThreshold', positiveInt, 3),
+    probeIntervalSeconds: param('Webhooks:ProbeIntervalSeconds', seconds, 5),
+    autoRedrive: param('Webhooks:AutoRedrive', bool, true),
+    deadLetterMaxLength: param('Webhooks:DeadLetterMaxLength', positiveInt, 100000),
+  },
+  http: {
+    maxBodyBytes: param('Http:MaxBodyBytes', positiveInt, 1048576),
+    /** CONTRACT 6.5: connection and memory budgets. */
+    maxConnections: param('Http:MaxConnections', positiveInt, 1024),
+    headersTimeoutMilliseconds: param('Http:HeadersTimeoutMilliseconds', millis, 10000),
+    requestTimeoutMilliseconds: param('Http:RequestTimeoutMilliseconds', millis, 30000),
+    maxBodyBytesInFlight: param('Http:MaxBodyBytesInFlight', positiveInt, 67108864),
+    /** CONTRACT 5.1.1: how long an Idempotency-Key's answer is kept. */
+    idempotencyTtlSeconds: param('Http:IdempotencyTtlSeconds', positiveInt, 86400),
+    /** Where the running connector records the address it listens on, for `rest-connector healthcheck`. */
+    addressFile: path('Http:AddressFile'),
+    /** CONTRACT 7.1: the https listeners' certificate chain and key (PEM), watched for changes. */
+    tlsCertFile: path('Http:TlsCertFile'),
+    tlsKeyFile: path('Http:TlsKeyFile'),
+    /** CONTRACT 7.1: the CA that signs client certificates; with it, https clients are asked for one. */
+    clientCaFile: path('Http:ClientCaFile'),
+  },
+  apiKeys: param('Authentication:ApiKeys', keyList, [] as readonly ApiKey[]),
+  /** CONTRACT 7.1: `optional` by default when `Http:ClientCaFile` is set, else `off`. */
+  clientCertificates: {
+    name: 'Authentication:ClientCertificates',
+    parse: clientCertificates,
+    fallback: (c) => ((c.raw.get('http:clientcafile')?.trim() ?? '') !== '' ? 'optional' : 'off'),
+  } as Param<ClientCertificates>,
+};
+
+type Values<S> = { readonly [K in keyof S]: S[K] extends Param<infer A> ? A : Values<S[K]> };
+type Names<S> = { readonly [K in keyof S]: S[K] extends Param<unknown> ? string : Names<S[K]> };
+
+export type StartupSettings = Values<typeof STARTUP>;
+
+const isParam = (u: unknown): u is Param<unknown> => typeof (u as Param<unknown>).parse === 'function';
+
+const namesOf = <S extends object>(spec: S): Names<S> =>
+  Object.fromEntries(Object.entries(spec).map(([k, v]) => [k, isParam(v) ? v.name : namesOf(v as object)])) as Names<S>;
+
+/** The canonical spelling of every parameter, as the README and error messages show it (`PARAMETERS.http.tlsCertFile`). */
+export const PARAMETERS = namesOf(STARTUP);
 
 /**
  * Flattens `appsettings.json` (nested objects → `a:b`) and the environment (`A__B` → `a:b`)
@@ -202,7 +193,7 @@ export const PARAMETERS = {
 export const collectRaw = (
   appsettings: unknown,
   env: Readonly<Record<string, string | undefined>>,
-): Raw => {
+): RawParameters => {
   const out = new Map<string, string>();
   const walk = (value: unknown, prefix: string): void => {
     if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
@@ -218,81 +209,35 @@ export const collectRaw = (
   return out;
 };
 
-const param = <A>(raw: Raw, name: string, parse: Parser<A>, fallback: A): E.Either<string, A> => {
-  const value = raw.get(name.toLowerCase());
-  return value === undefined ? E.right(fallback) : parse(name, value);
-};
-
-/** A path-like parameter: present and not blank, or absent. */
-const optionalText = <K extends string>(raw: Raw, name: string, key: K): Partial<Record<K, string>> => {
-  const v = raw.get(name.toLowerCase())?.trim();
-  return v === undefined || v === '' ? {} : ({ [key]: v } as Record<K, string>);
-};
-
-const clientCaSet = (raw: Raw): boolean => (raw.get(PARAMETERS.clientCaFile.toLowerCase())?.trim() ?? '') !== '';
 
 /** Every startup parameter that does not parse is reported, not only the first. */
 export const loadStartupSettings = (
-  raw: Raw,
+  raw: RawParameters,
   options: { requireId: boolean; hostname: string },
 ): E.Either<string[], StartupSettings> => {
   const errors: string[] = [];
-  const get = <A>(e: E.Either<string, A>, fallback: A): A =>
-    pipe(e, E.getOrElse((msg: string) => (errors.push(msg), fallback)));
-  const P = PARAMETERS;
-  const idRaw = raw.get(P.id.toLowerCase());
-  const id = idRaw === undefined || idRaw.trim() === '' ? '' : idRaw.trim();
-  if (options.requireId && id === '') errors.push(`${P.id}: the connector Id is required (set the environment variable Id)`);
-  const settings: StartupSettings = {
-    id,
-    connectionString: get(param(raw, P.connectionString, nonEmptyText, 'localhost:6379'), ''),
-    datastore: {
-      connectionRetrySeconds: get(param(raw, P.connectionRetrySeconds, seconds, 2), 2),
-      streamPollIntervalMilliseconds: get(param(raw, P.streamPollIntervalMilliseconds, millis, 500), 500),
-      startFromLatest: get(param(raw, P.startFromLatest, bool, true), true),
-      configPollIntervalMilliseconds: get(param(raw, P.configPollIntervalMilliseconds, millis, 1000), 1000),
-      streamMaxLength: get(param(raw, P.streamMaxLength, positiveInt, 100000), 100000),
-      consumerName: get(param(raw, P.consumerName, consumerNameText, options.hostname), options.hostname),
-      claimIdleMilliseconds: get(param(raw, P.claimIdleMilliseconds, millis, 60000), 60000),
-      claimIntervalMilliseconds: get(param(raw, P.claimIntervalMilliseconds, millis, 30000), 30000),
-      commandTimeoutMilliseconds: get(param(raw, P.commandTimeoutMilliseconds, millis, 5000), 5000),
-      ...optionalText(raw, P.tlsCaFile, 'tlsCaFile'),
-      ...optionalText(raw, P.tlsCertFile, 'tlsCertFile'),
-      ...optionalText(raw, P.tlsKeyFile, 'tlsKeyFile'),
-      waitReplicas: get(param(raw, P.waitReplicas, nonNegativeInt, 0), 0),
-      waitTimeoutMilliseconds: get(param(raw, P.waitTimeoutMilliseconds, millis, 1000), 1000),
-      requireNoEviction: get(param(raw, P.requireNoEviction, bool, false), false),
-      memoryCheckIntervalMilliseconds: get(param(raw, P.memoryCheckIntervalMilliseconds, millis, 60000), 60000),
-    },
-    webhooks: {
-      batchWindowMilliseconds: get(param(raw, P.batchWindowMilliseconds, millis, 100), 100),
-      batchMaxSize: get(param(raw, P.batchMaxSize, positiveInt, 1000), 1000),
-      timeoutMilliseconds: get(param(raw, P.timeoutMilliseconds, millis, 10000), 10000),
-      maxAttempts: get(param(raw, P.maxAttempts, positiveInt, 5), 5),
-      maxInFlight: get(param(raw, P.maxInFlight, positiveInt, 4), 4),
-      stopTimeoutMilliseconds: get(param(raw, P.stopTimeoutMilliseconds, stopTimeout, 8000), 8000),
-      circuitFailureThreshold: get(param(raw, P.circuitFailureThreshold, positiveInt, 3), 3),
-      probeIntervalSeconds: get(param(raw, P.probeIntervalSeconds, seconds, 5), 5),
-      autoRedrive: get(param(raw, P.autoRedrive, bool, true), true),
-      deadLetterMaxLength: get(param(raw, P.deadLetterMaxLength, positiveInt, 100000), 100000),
-    },
-    http: {
-      maxBodyBytes: get(param(raw, P.maxBodyBytes, positiveInt, 1048576), 1048576),
-      maxConnections: get(param(raw, P.maxConnections, positiveInt, 1024), 1024),
-      headersTimeoutMilliseconds: get(param(raw, P.headersTimeoutMilliseconds, millis, 10000), 10000),
-      requestTimeoutMilliseconds: get(param(raw, P.requestTimeoutMilliseconds, millis, 30000), 30000),
-      maxBodyBytesInFlight: get(param(raw, P.maxBodyBytesInFlight, positiveInt, 67108864), 67108864),
-      idempotencyTtlSeconds: get(param(raw, P.idempotencyTtlSeconds, positiveInt, 86400), 86400),
-      ...optionalText(raw, P.addressFile, 'addressFile'),
-      ...optionalText(raw, P.httpTlsCertFile, 'tlsCertFile'),
-      ...optionalText(raw, P.httpTlsKeyFile, 'tlsKeyFile'),
-      ...optionalText(raw, P.clientCaFile, 'clientCaFile'),
-    },
-    apiKeys: get(param(raw, P.apiKeys, keyList, []), []),
-    clientCertificates: get(param(raw, P.clientCertificates, clientCertificates, clientCaSet(raw) ? 'optional' : 'off'), 'off'),
+  const context = { hostname: options.hostname, raw };
+  const decode = (spec: object): Record<string, unknown> => {
+    const out: Record<string, unknown> = {};
+    for (const [key, p] of Object.entries(spec)) {
+      if (!isParam(p)) {
+        out[key] = decode(p as object);
+        continue;
+      }
+      const text = raw.get(p.name.toLowerCase());
+      const fallback = p.fallback(context);
+      const value = text === undefined ? fallback : E.getOrElse((msg: string) => (errors.push(msg), fallback))(p.parse(p.name, text));
+      // an optional parameter not given is no property at all, as the type has it
+      if (value !== undefined) out[key] = value;
+    }
+    return out;
   };
+  if (options.requireId && (raw.get(PARAMETERS.id.toLowerCase())?.trim() ?? '') === '') {
+    errors.push(`${PARAMETERS.id}: the connector Id is required (set the environment variable Id)`);
+  }
+  const settings = decode(STARTUP) as unknown as StartupSettings;
   if (settings.clientCertificates !== 'off' && settings.http.clientCaFile === undefined) {
-    errors.push(`${P.clientCertificates}: ${settings.clientCertificates} needs ${P.clientCaFile} (the CA that signs client certificates)`);
+    errors.push(`${PARAMETERS.clientCertificates}: ${settings.clientCertificates} needs ${PARAMETERS.http.clientCaFile} (the CA that signs client certificates)`);
   }
   return errors.length > 0 ? E.left(errors) : E.right(deepFreeze(settings));
 };

@@ -1,14 +1,12 @@
-import { readFileSync } from 'node:fs';
-import { createSecureContext } from 'node:tls';
 import * as E from 'fp-ts/Either';
 import type { Webhook } from './managed';
-import { fileProblem } from './fileProblem';
+import { fileProblem, keyPair, readCaBundle, readCertificate, readFromDisk, readKey, type ReadFile } from './pem';
 
 /**
  * The files a webhook's settings name (CONTRACT 4.5): its TLS CA bundle, client certificate and
- * key, its OAuth 2.0 token endpoint's CA and client secret — read once, at start, and checked
- * (PEM that parses, a key that matches its certificate, a secret that is not empty). Every
- * problem names its field; a file's contents never appear in a message.
+ * key, its OAuth 2.0 token endpoint's CA and client secret — read once, at start, and checked by
+ * the one PEM reader (`pem.ts`). Every problem names its field; a file's contents never appear in
+ * a message.
  */
 export interface WebhookTlsMaterial {
   readonly ca?: Buffer;
@@ -22,44 +20,22 @@ export interface WebhookFiles {
   readonly oauth2?: { readonly clientSecret: string; readonly ca?: Buffer };
 }
 
-export type ReadFile = (path: string) => Buffer;
-
-
-export const loadWebhookFiles = (webhooks: readonly Webhook[], read: ReadFile = (p) => readFileSync(p)): E.Either<string[], WebhookFiles[]> => {
+export const loadWebhookFiles = (webhooks: readonly Webhook[], read: ReadFile = readFromDisk): E.Either<string[], WebhookFiles[]> => {
   const errors: string[] = [];
+  /** The file's contents, or undefined (its problem recorded) when it is not set or not usable. */
+  const take = (got: E.Either<string, Buffer> | undefined): Buffer | undefined => {
+    if (got === undefined) return undefined;
+    if (E.isLeft(got)) errors.push(got.left);
+    return E.isRight(got) ? got.right : undefined;
+  };
   const files = webhooks.map((w, i): WebhookFiles => {
     const at = `webhooks[${i}]`;
-    const file = (field: string, path: string | undefined): Buffer | undefined => {
-      if (path === undefined) return undefined;
-      try {
-        return read(path);
-      } catch (err) {
-        errors.push(`${at}.${field}: cannot read ${path}: ${fileProblem(err)}`);
-        return undefined;
-      }
-    };
-    const checkCa = (field: string, ca: Buffer | undefined) => {
-      if (ca === undefined) return;
-      try {
-        createSecureContext({ ca });
-        if (!ca.toString('utf8').includes('-----BEGIN CERTIFICATE-----')) throw new Error('no PEM certificate in it');
-      } catch (err) {
-        errors.push(`${at}.${field}: not a PEM certificate bundle: ${fileProblem(err)}`);
-      }
-    };
     let tls: WebhookTlsMaterial | undefined;
     if (w.tls !== undefined) {
-      const ca = file('tls.caFile', w.tls.caFile);
-      const cert = file('tls.certFile', w.tls.certFile);
-      const key = file('tls.keyFile', w.tls.keyFile);
-      checkCa('tls.caFile', ca);
-      if (cert !== undefined && key !== undefined) {
-        try {
-          createSecureContext({ cert, key });
-        } catch (err) {
-          errors.push(`${at}.tls.certFile: certificate and tls.keyFile do not load as a pair: ${fileProblem(err)}`);
-        }
-      }
+      const ca = take(w.tls.caFile === undefined ? undefined : readCaBundle(`${at}.tls.caFile`, w.tls.caFile, read));
+      const cert = take(w.tls.certFile === undefined ? undefined : readCertificate(`${at}.tls.certFile`, w.tls.certFile, read));
+      const key = take(w.tls.keyFile === undefined ? undefined : readKey(`${at}.tls.keyFile`, w.tls.keyFile, read));
+      if (cert !== undefined && key !== undefined) take(E.map(() => cert)(keyPair(`${at}.tls.certFile`, `${at}.tls.keyFile`, cert, key)));
       tls = {
         ...(ca !== undefined ? { ca } : {}), ...(cert !== undefined ? { cert } : {}), ...(key !== undefined ? { key } : {}),
         ...(w.tls.serverName !== undefined ? { servername: w.tls.serverName } : {}),
@@ -68,13 +44,16 @@ export const loadWebhookFiles = (webhooks: readonly Webhook[], read: ReadFile = 
     let oauth2: WebhookFiles['oauth2'];
     const o = w.auth?.oauth2;
     if (o !== undefined) {
-      const ca = file('auth.oauth2.caFile', o.caFile);
-      checkCa('auth.oauth2.caFile', ca);
+      const ca = take(o.caFile === undefined ? undefined : readCaBundle(`${at}.auth.oauth2.caFile`, o.caFile, read));
       let secret = o.clientSecret;
       if (o.clientSecretFile !== undefined) {
-        const raw = file('auth.oauth2.clientSecretFile', o.clientSecretFile);
-        secret = raw?.toString('utf8').trim();
-        if (raw !== undefined && secret === '') errors.push(`${at}.auth.oauth2.clientSecretFile: ${o.clientSecretFile} is empty`);
+        // a secret, not PEM: read as it is, surrounding whitespace (a final newline) trimmed
+        try {
+          secret = read(o.clientSecretFile).toString('utf8').trim();
+          if (secret === '') errors.push(`${at}.auth.oauth2.clientSecretFile: ${o.clientSecretFile} is empty`);
+        } catch (err) {
+          errors.push(`${at}.auth.oauth2.clientSecretFile: cannot read ${o.clientSecretFile}: ${fileProblem(err)}`);
+        }
       }
       oauth2 = { clientSecret: secret ?? '', ...(ca !== undefined ? { ca } : {}) };
     }

@@ -8,8 +8,8 @@ import { loadWebhookFiles, type WebhookFiles } from '../config/webhookFiles';
 import { PARAMETERS, type StartupSettings } from '../config/startup';
 import { localUrls, removeAddressFile, writeAddressFile } from './addressFile';
 import { configKey } from '../mapping/keys';
-import { createApp, type DataRoute } from '../http/app';
-import { makeMetrics, type Metrics } from '../http/metrics';
+import { createApp, type DataRoute } from '../http/app/app';
+import { makeMetrics, type Metrics } from '../telemetry/metrics';
 import { openApiDocument, type OpenApiPart } from '../http/openapi/document';
 import { watchConfig$ } from '../streams/watchConfig';
 import { VERSION } from '../version';
@@ -17,9 +17,10 @@ import { connectDatastore, type Datastore } from './datastore';
 import type { Logger } from './logger';
 import { watchMemory, type MemoryReading, type OutOfMemory } from './memory';
 import { isHttps, listenAll, type Listening, type ListenerTls } from './servers';
-import { listenerFiles, loadListenerTls, watchListenerTls } from './listenerTls';
+import { listenerFiles, loadListenerTls } from '../config/listenerTls';
+import { watchListenerTls } from './certificateWatch';
 import { onStopSignal } from './signals';
-import type { Tracing } from '../tracing';
+import type { Tracing } from '../telemetry/tracing';
 import { startTracing, tracingProtocol, type TracingHandle } from './tracing';
 
 export type ConnectorKind = 'outbound' | 'inbound';
@@ -89,7 +90,7 @@ const listenerTlsFor = (settings: ManagedSettings, startup: StartupSettings): E.
   if (https.length === 0) return E.right(undefined);
   const files = listenerFiles(startup);
   if (files === undefined) {
-    return E.left(`${PARAMETERS.httpTlsCertFile} and ${PARAMETERS.httpTlsKeyFile} are required for ${https.join(', ')} in hostUrls`);
+    return E.left(`${PARAMETERS.http.tlsCertFile} and ${PARAMETERS.http.tlsKeyFile} are required for ${https.join(', ')} in hostUrls`);
   }
   return E.map((context: SecureContextOptions): ListenerTls | undefined => ({ context, clientCertificates: startup.clientCertificates }))(loadListenerTls(files));
 };
@@ -130,8 +131,8 @@ const firstReading = async (ds: Datastore, read: () => Promise<MemoryReading>): 
 const noEvictionRequired = (startup: StartupSettings, r: MemoryReading): string | undefined => {
   if (!startup.datastore.requireNoEviction || r.policy === 'noeviction') return undefined;
   return r.policy === null
-    ? `${PARAMETERS.requireNoEviction} is true, but Redis's maxmemory_policy cannot be read (${r.unknownWhy ?? 'unknown'}); allow INFO, or set it to false`
-    : `${PARAMETERS.requireNoEviction} is true, but Redis's maxmemory_policy is ${r.policy}: Redis may evict connector data (set maxmemory-policy noeviction)`;
+    ? `${PARAMETERS.datastore.requireNoEviction} is true, but Redis's maxmemory_policy cannot be read (${r.unknownWhy ?? 'unknown'}); allow INFO, or set it to false`
+    : `${PARAMETERS.datastore.requireNoEviction} is true, but Redis's maxmemory_policy is ${r.policy}: Redis may evict connector data (set maxmemory-policy noeviction)`;
 };
 
 /**

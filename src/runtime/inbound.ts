@@ -1,7 +1,7 @@
 import { byTopic } from '../mapping/commands';
-import { makeBodyBudget } from '../http/body';
-import { inboundRoutes } from '../http/inbound';
-import { redisInboundStore } from '../http/inboundStore';
+import { makeBodyBudget } from '../http/inbound/bodyBudget';
+import { inboundRoutes } from '../http/inbound/route';
+import { redisInboundStore } from '../http/inbound/store';
 import { inboundOpenApi } from '../http/openapi/inbound';
 import type { ConnectorContext, ConnectorParts } from './connector';
 import { connectDatastore, type Datastore } from './datastore';

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Metrics } from '../http/metrics';
+import type { Metrics } from '../telemetry/metrics';
 import type { Logger } from './logger';
 
 /**

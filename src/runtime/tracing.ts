@@ -1,6 +1,6 @@
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
-import type { CallTrace, DeliveryFacts, DeliveryTrace, Headers, RequestTrace, Tracing, WriteTrace } from '../tracing';
+import type { CallTrace, DeliveryFacts, DeliveryTrace, Headers, RequestTrace, Tracing, WriteTrace } from '../telemetry/tracing';
 import { UPDATES_STREAM } from '../mapping/keys';
 import { VERSION } from '../version';
 

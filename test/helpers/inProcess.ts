@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { parseConnectionString, toRedisOptions } from '../../src/config/connectionString';
 import { parseManagedSettings } from '../../src/config/managed';
 import { collectRaw, loadStartupSettings } from '../../src/config/startup';
-import { makeMetrics } from '../../src/http/metrics';
+import { makeMetrics } from '../../src/telemetry/metrics';
 import { VERSION } from '../../src/version';
 import { makeApp, type ConnectorContext, type ConnectorParts, type ConnectorKind } from '../../src/runtime/connector';
 import { connectDatastore } from '../../src/runtime/datastore';

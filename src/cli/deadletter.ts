@@ -1,0 +1,176 @@
+import * as E from 'fp-ts/Either';
+import type { Redis } from 'ioredis';
+import { firstValueFrom } from 'rxjs';
+import { safeUrl } from '../config/urls';
+import { deadLetterStream } from '../mapping/keys';
+import { backlogBatch, bodyPoints, readBacklog, type BacklogEntry } from '../streams/webhook/backlog';
+import { classifyError, classifyResponse } from '../streams/webhook/answers';
+import { enableWebhook } from '../streams/webhook/disabledMarks';
+import { rateGate, type RateGate } from '../streams/webhook/rateGate';
+import type { DeliverySettings, Subscription } from '../streams/webhook/subscription';
+import { awaitTurn, storedSubscriptions } from './webhooks';
+import { webhookClient, type ClientTracing, type WebhookClient } from '../streams/webhook/client';
+import { VERSION } from '../version';
+import { operatorStartup, takeFlag, takeOption, usage, withRedis, type Io, type Outcome } from './common';
+import { HELP } from './help';
+import { withCliTracing } from './tracing';
+import { deliveryDefaults } from '../streams/webhook/subscription';
+
+/**
+ * `rest-connector deadletter list|replay|purge` (CONTRACT 4.4): the operator's view of the
+ * webhooks' backlogs in `connectors:{ID}:deadletter`.
+ */
+export interface DeadletterDeps {
+  readonly out: (s: string) => void;
+  readonly withRedis: <A>(fn: (r: Redis) => Promise<A>) => Promise<E.Either<string, A>>;
+  /** The delivery settings of the startup parameters (a replayed request's time limit). */
+  readonly delivery: DeliverySettings;
+  readonly now: () => number;
+  /** CONTRACT 9: spans for the replayed requests, when tracing is on. */
+  readonly tracing?: ClientTracing;
+}
+
+export interface DeadletterArgs {
+  readonly sub: 'list' | 'replay' | 'purge';
+  readonly id: string;
+  readonly webhook?: number;
+  /** Epoch milliseconds: entries dead-lettered at or after (`--since`), or before (`--before`). */
+  readonly since?: number;
+  readonly before?: number;
+  readonly json: boolean;
+}
+
+/** `T` is ISO 8601 or Unix seconds; undefined when it is neither. */
+export const parseTime = (t: string): number | undefined => {
+  if (/^[0-9]+(\.[0-9]+)?$/.test(t)) return Math.round(Number(t) * 1000);
+  const ms = /^\d{4}-\d{2}-\d{2}/.test(t) ? Date.parse(t) : NaN;
+  return Number.isNaN(ms) ? undefined : ms;
+};
+
+/** When the entry was dead-lettered: its stream ID's milliseconds. */
+const entryTime = (e: BacklogEntry): number => Number(e.id.split('-')[0]);
+
+const points = (e: BacklogEntry): number => bodyPoints(e.body);
+
+const matches = (a: DeadletterArgs) => (e: BacklogEntry): boolean =>
+  (a.webhook === undefined || e.webhook === a.webhook) &&
+  (a.since === undefined || entryTime(e) >= a.since) &&
+  (a.before === undefined || entryTime(e) < a.before);
+
+/** The subscription an entry belongs to in the current configuration: by its index, or (older entries without one) its URL. */
+const subscriptionOf = (e: BacklogEntry, subs: readonly Subscription[]): Subscription | undefined =>
+  e.webhook !== null ? subs[e.webhook] : subs.find((s) => safeUrl(s.webhook.url) === e.url);
+
+export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promise<{ code: number; message?: string }> => {
+  switch (a.sub) {
+    case 'list': {
+      const got = await d.withRedis((r) => readBacklog(r, a.id));
+      if (E.isLeft(got)) return { code: 1, message: got.left };
+      const selected = got.right.filter(matches(a));
+      for (const e of selected) {
+        if (a.json) d.out(JSON.stringify({ id: e.id, webhook: e.webhook, url: e.url, webhookId: e.webhookId, reason: e.reason, attempts: e.attempts, error: e.error, body: e.body }));
+        else d.out(`${e.id}  webhook ${e.webhook ?? '?'}  ${e.reason.padEnd(9)}  attempts ${e.attempts}  ${e.webhookId}  ${points(e)} points  ${e.url}  ${e.error}`);
+      }
+      if (!a.json) d.out(`${selected.length} entries`);
+      return { code: 0 };
+    }
+    case 'purge': {
+      const got = await d.withRedis(async (r) => {
+        const ids = (await readBacklog(r, a.id)).filter(matches(a)).map((e) => e.id);
+        for (let i = 0; i < ids.length; i += 1000) await r.xdel(deadLetterStream(a.id), ...ids.slice(i, i + 1000));
+        return ids.length;
+      });
+      if (E.isLeft(got)) return { code: 1, message: got.left };
+      d.out(`purged ${got.right}`);
+      return { code: 0 };
+    }
+    case 'replay': {
+      // one client per subscription, as the connector has
+      const clients = new Map<number, WebhookClient>();
+      const gates = new Map<number, RateGate>();
+      const waitTurn = async (s: Subscription) => {
+        if (s.settings.maxRequestsPerSecond === undefined) return;
+        let g = gates.get(s.index);
+        if (g === undefined) gates.set(s.index, (g = rateGate(s.settings.maxRequestsPerSecond)));
+        await awaitTurn(g);
+      };
+      const clientOf = (s: Subscription) => {
+        let c = clients.get(s.index);
+        if (c === undefined) clients.set(s.index, (c = webhookClient(s, `rest-connectors/${VERSION}`, Date.now, d.tracing)));
+        return c;
+      };
+      try {
+        const got = await d.withRedis(async (r) => {
+          const subs = await storedSubscriptions(r, a.id, d.delivery);
+          let delivered = 0;
+          let failed = 0;
+          const enabled = new Set<number>();
+          for (const e of (await readBacklog(r, a.id)).filter(matches(a))) {
+            const s = subscriptionOf(e, subs);
+            if (s === undefined) {
+              failed++;
+              d.out(`${e.id}  ${e.webhookId}: failed: webhook ${e.webhook ?? e.url} is not configured`);
+              continue;
+            }
+            // CONTRACT 4.4: once, without retries, to the webhook's current URL, whatever the circuit and the reason;
+            // within the webhook's rate cap (4.5)
+            await waitTurn(s);
+            const result = await firstValueFrom(clientOf(s).post(backlogBatch(e, e.body, points(e), e.traces))).then((res) => classifyResponse(res, d.now()), classifyError);
+            if (result.ok) {
+              await r.xdel(deadLetterStream(a.id), e.id);
+              // CONTRACT 4.5: a webhook disabled by 410 Gone is enabled again by a replay that succeeds
+              if (!enabled.has(s.index)) {
+                enabled.add(s.index);
+                await enableWebhook(r, a.id, s);
+              }
+              delivered++;
+            } else {
+              failed++;
+              d.out(`${e.id}  ${e.webhookId}: failed: ${result.reason}`);
+            }
+          }
+          return { delivered, failed };
+        });
+        if (E.isLeft(got)) return { code: 1, message: got.left };
+        d.out(`delivered ${got.right.delivered}, failed ${got.right.failed}`);
+        return { code: got.right.failed > 0 ? 1 : 0 };
+      } finally {
+        for (const c of clients.values()) c.close();
+      }
+    }
+  }
+};
+
+/** `rest-connector deadletter …`: its arguments, checked before anything is asked of Redis (exit 2). */
+export const deadletterCommand = async (args: string[], io: Io): Promise<Outcome> => {
+  const sub = args.shift();
+  const help = HELP[`deadletter ${sub}`];
+  if (help === undefined || (sub !== 'list' && sub !== 'replay' && sub !== 'purge')) return usage(io, `unknown deadletter command '${sub ?? ''}'`, HELP.main!);
+  if (args.includes('--help')) {
+    io.out(help);
+    return { code: 0 };
+  }
+  const id = takeOption(args, '--id');
+  if (id === undefined || id.trim() === '') return usage(io, '--id ID is required', help);
+  const webhookRaw = takeOption(args, '--webhook');
+  if (webhookRaw !== undefined && !/^[0-9]+$/.test(webhookRaw)) return usage(io, `--webhook takes a webhook index, got '${webhookRaw}'`, help);
+  const times: Partial<Record<'since' | 'before', number>> = {};
+  for (const name of sub === 'purge' ? (['before'] as const) : (['since'] as const)) {
+    const raw = takeOption(args, `--${name}`);
+    if (raw === undefined) continue;
+    const t = parseTime(raw);
+    if (t === undefined) return usage(io, `--${name} takes ISO 8601 or Unix seconds, got '${raw}'`, help);
+    times[name] = t;
+  }
+  const json = sub === 'list' && takeFlag(args, '--json');
+  if (args.length > 0) return usage(io, `unexpected argument '${args[0]}'`, help);
+  const startup = operatorStartup();
+  if (E.isLeft(startup)) return { code: 2, message: startup.left.join('; ') };
+  const run = (tracing: ClientTracing | undefined) =>
+    runDeadletter(
+      { sub, id, json, ...(webhookRaw !== undefined ? { webhook: Number(webhookRaw) } : {}), ...times },
+      { out: io.out, withRedis, delivery: deliveryDefaults(startup.right.webhooks), now: Date.now, ...(tracing !== undefined ? { tracing } : {}) },
+    );
+  // CONTRACT 9: a replayed request is traced as a redriven one is, when tracing is on
+  return sub === 'replay' ? withCliTracing('deadletter replay', id, run) : run(undefined);
+};

@@ -1,0 +1,37 @@
+import * as E from 'fp-ts/Either';
+import { applyMappings } from '../mapping/apply';
+import { byTopic } from '../mapping/commands';
+import { failureBody } from '../mapping/responses';
+import { onlySubcommand, readSettingsFile, readText, takeOption, usage, type Io, type Outcome } from './common';
+
+/** `rest-connector mappings test` (CONTRACT 5): a topic's mappings applied to a payload; nothing is written. */
+export const mappingsCommand = async (args: string[], io: Io): Promise<Outcome> => {
+  const head = onlySubcommand(args, io, 'mappings', 'test');
+  if (!('help' in head)) return head;
+  const { help } = head;
+  const topic = takeOption(args, '--topic');
+  if (topic === undefined || topic === '') return usage(io, '--topic T is required', help);
+  if (args.length !== 2) return usage(io, 'mappings test takes FILE and PAYLOAD.json', help);
+  const [settingsFile, payloadFile] = args as [string, string];
+  const decoded = readSettingsFile(settingsFile, io);
+  if (E.isLeft(decoded)) return decoded.left;
+  const payloadText = readText(payloadFile);
+  if (E.isLeft(payloadText)) return { code: 2, message: payloadText.left };
+  let payload: unknown;
+  try {
+    payload = JSON.parse(payloadText.right);
+  } catch (err) {
+    return { code: 2, message: `${payloadFile}: not valid JSON: ${(err as Error).message}` };
+  }
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return { code: 2, message: `${payloadFile}: the payload must be a JSON object` };
+  const mappings = byTopic(decoded.right.settings.mappings).get(topic);
+  if (mappings === undefined) return { code: 2, message: `No mappings are configured for topic '${topic}'` };
+  const source = process.env.Id ?? process.env.ID ?? 'mappings-test';
+  const result = applyMappings(mappings, payload, new Date().toISOString(), source);
+  if (E.isLeft(result)) {
+    io.out(JSON.stringify(failureBody(topic, result.left), null, 2));
+    return { code: 1 };
+  }
+  io.out(JSON.stringify({ topic, succeeded: result.right.map((p) => p.mapping.name), datapoints: result.right.map((p) => p.point) }, null, 2));
+  return { code: 0 };
+};

@@ -1,0 +1,146 @@
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { certificateCaller, makeApiKeyCheck, type NamedKey } from './auth';
+import { makeRequestLog } from './requestLog';
+import { withDataPath } from './dataPath';
+import type { Metrics } from '../../telemetry/metrics';
+import { INACTIVE, NOT_CONNECTED, sendError, sendProblem } from './problem';
+import type { RequestTrace, Tracing } from '../../telemetry/tracing';
+
+/**
+ * What a data handler knows of its request besides the request itself, from the moment it was
+ * authenticated: the place where per-request facts (a caller's name, later a trace or a deadline)
+ * travel to the handler and its log lines.
+ */
+export interface RequestContext {
+  /** When the request was received: the time of the data points that have no timestamp path (CONTRACT 5.3). */
+  readonly receivedAt: Date;
+  /**
+   * Who called (CONTRACT 7.1): the name of the API key that matched (its own, or `key-N`), or the
+   * subject CN of a verified client certificate; undefined when neither is known. Never a key.
+   */
+  readonly caller: string | undefined;
+  readonly log: Logger;
+  /** The request's server span (CONTRACT 9); undefined when tracing is off. */
+  readonly trace: RequestTrace | undefined;
+}
+
+/** A data route's handler sees Node's own request and response (it is served by the lean path too) and the request's context. */
+export type DataHandler = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext) => void | Promise<void>;
+
+export interface DataRoute {
+  readonly method: 'get' | 'post';
+  readonly path: string;
+  readonly handler: DataHandler;
+}
+
+export interface AppDeps {
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  readonly apiKeys: readonly NamedKey[];
+  readonly isConnected: () => boolean;
+  readonly isActive: () => boolean;
+  /** Set when background work died: readiness answers 503 with it until the process exits. */
+  readonly failure?: () => string | undefined;
+  readonly openapi: () => object;
+  /** The connector's data routes, each behind authentication and the inactive check. */
+  readonly dataRoutes: readonly DataRoute[];
+  /** CONTRACT 9: a server span per data route request, when tracing is on. */
+  readonly tracing?: Tracing | undefined;
+}
+
+const routeOf = (req: Request): string => {
+  const r = (req as Request & { route?: { path?: unknown } }).route;
+  return typeof r?.path === 'string' ? `${req.baseUrl}${r.path}` : 'unmatched';
+};
+
+/** What follows a thrown error or a rejected handler: a log line and 500 problem details. */
+const unexpected = (log: Logger, err: unknown, req: IncomingMessage, path: string, res: ServerResponse): void => {
+  log.error({ err: err instanceof Error ? err.message : String(err), method: req.method, path }, 'unexpected error');
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendProblem(res, 500, 'an unexpected error occurred');
+};
+
+/**
+ * The HTTP side of a connector: express for everything, and in front of it the lean path of the
+ * data routes (`dataPath.ts`), which serves the exact method and path of a data route without
+ * express's router. Both run each data route through the same `serve` chain.
+ */
+/** Each request's caller, for its log line (set where it is authenticated). */
+const callers = new WeakMap<IncomingMessage, string>();
+
+export const createApp = (deps: AppDeps): RequestListener => {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('query parser', 'simple');
+  const requestLog = makeRequestLog(deps.log, deps.metrics, (req) => callers.get(req));
+  app.use((req, res, next) => {
+    requestLog(req, res, () => routeOf(req), () => req.path);
+    next();
+  });
+
+  // Settings are fixed for the life of the process (a change restarts it): guards that would
+  // always pass are left out rather than run on every request.
+  const keyCheck = makeApiKeyCheck(deps.apiKeys);
+  const keyRequired = deps.apiKeys.length > 0;
+  /** The request's caller (a verified client certificate's CN, else the matching key's name), remembered for its log line. */
+  const callerOf = (req: IncomingMessage): string | undefined => {
+    const caller = certificateCaller(req) ?? (keyRequired ? keyCheck(req) : undefined);
+    if (caller !== undefined) callers.set(req, caller);
+    return caller;
+  };
+  const denied = (res: ServerResponse) =>
+    sendProblem(res, 401, 'a valid API key is required (Authorization: Bearer <key> or X-Api-Key)', { 'WWW-Authenticate': 'Bearer' });
+  const requireKey: RequestHandler[] = keyRequired ? [(req, res, next) => (callerOf(req) !== undefined ? next() : denied(res))] : [];
+  const inactive = !deps.isActive();
+
+  /** A data route behind authentication and the inactive check; an error thrown is a 500. */
+  const { tracing } = deps;
+  const serve = (handler: DataHandler, route: string) => (req: IncomingMessage, res: ServerResponse, path: string): void => {
+    const trace = tracing?.request(req.method ?? 'GET', route, req.headers);
+    if (trace !== undefined) res.once('close', () => trace.end(res.statusCode));
+    const caller = callerOf(req);
+    if (caller !== undefined) trace?.caller(caller);
+    if (keyRequired && caller === undefined) return denied(res);
+    if (inactive) return sendProblem(res, 503, INACTIVE);
+    try {
+      const done = handler(req, res, { receivedAt: new Date(), caller, log: deps.log, trace });
+      if (done !== undefined) done.catch((err: unknown) => unexpected(deps.log, err, req, path, res));
+    } catch (err) {
+      unexpected(deps.log, err, req, path, res);
+    }
+  };
+  const served = deps.dataRoutes.map((r) => ({ ...r, serve: serve(r.handler, r.path) }));
+
+  // The data routes first: they are the hot path, and express tries routes in order. These catch
+  // what the lean path passes on: HEAD, a trailing slash, another letter case.
+  for (const r of served) app[r.method](r.path, (req, res) => r.serve(req, res, req.path));
+  app.get('/health/live', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/health/ready', (_req, res) => {
+    const reason = deps.failure?.() ?? (!deps.isConnected() ? NOT_CONNECTED : !deps.isActive() ? INACTIVE : undefined);
+    if (reason === undefined) res.json({ status: 'ready' });
+    else res.status(503).json({ status: 'not ready', reason });
+  });
+  const metricsHandler: RequestHandler = async (_req, res) => {
+    deps.metrics.datastoreConnected.set(deps.isConnected() ? 1 : 0);
+    res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+  };
+  const openapiHandler: RequestHandler = (_req, res) => {
+    res.json(deps.openapi());
+  };
+  app.get('/metrics', ...requireKey, metricsHandler);
+  app.get('/openapi.json', ...requireKey, openapiHandler);
+
+  app.use((req: Request, res: Response) => {
+    sendError(res, 404, 'not_found', `no resource at ${req.method} ${req.path}`);
+  });
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => unexpected(deps.log, err, req, req.path, res));
+  return withDataPath(served, requestLog, app);
+};

@@ -1,0 +1,160 @@
+import { defaultIfEmpty, Observable, Subscription as RxSubscription, take } from 'rxjs';
+import type { PostBatch } from '../webhook/answers';
+import type { Batch } from '../read/batches';
+
+/**
+ * CONTRACT 4.6: an interrogation as a subscription's lane sees it. The lane knows nothing of
+ * Redis: it is given interrogations, begins a run of each in its order (invariant 10 in
+ * `deliver.ts`), pulls the run's requests one at a time, and tells the run when every request
+ * has been answered 2xx or put in the backlog.
+ */
+export type InterrogationCause = 'interrogation' | 'periodic';
+
+export interface Interrogation {
+  readonly cause: InterrogationCause;
+  /** Begins a run: the newest stream ID is read as its `P`; a run cut short is never resumed, a new one is begun. */
+  begin(): InterrogationRun;
+}
+
+export interface InterrogationRun {
+  /** The next request, or null when there is none left (an initial one already done elsewhere has none at all). */
+  next(): Observable<Batch | null>;
+  /** Every request ended (2xx or backlog): remembered where it must be; completes once done. */
+  completed(): Observable<unknown>;
+  /** Cut short (a stop) or failed: lets go of what it holds. */
+  cancel(): void;
+  /** After its end: true when there was nothing to do (an initial one already done, by this URL's earlier run or a replica). */
+  skipped?(): boolean;
+  /** How its requests are sent, when not by the lane's own `post` (a run that reads and sends on a thread of its own). */
+  readonly sender?: RunSender;
+}
+
+/**
+ * A run's own sender: its requests' bodies stay where they were made (a thread), so the batches the
+ * lane handles carry none; `withBody` gives one its body, for the backlog (once: the sender lets
+ * it go then, as it does when a request is answered 2xx).
+ */
+export interface RunSender {
+  readonly post: PostBatch;
+  withBody(batch: Batch): Observable<Batch>;
+}
+
+/**
+ * What reads a run's image and sends its requests (CONTRACT 4.6): in the product, a thread of its
+ * own with a connection of its own (`src/runtime/interrogation/imageThread.ts`).
+ */
+export interface ImageThread {
+  /**
+   * Reads the next request: its number of points, or null when the image has no more. Request `k`
+   * (from 1) is the `k`-th read; its body stays on the thread (`webhook-id` `gi-`/`pi-{P}-{k}`).
+   */
+  next(): Promise<{ readonly size: number } | null>;
+  /** Sends request `batch.webhookId` from the thread; its spans (CONTRACT 9) are made here. */
+  readonly post: PostBatch;
+  /** The request's body, for the backlog; the thread lets go of it (it does once a request is answered 2xx). */
+  take(webhookId: string): Promise<string>;
+  /** Ends the thread: a scan, a read or requests under way are cut. */
+  close(): void;
+}
+
+/** What the lane tells its observer of interrogations (the status, the metric, the log). */
+export type InterrogationEvent =
+  | { readonly kind: 'started'; readonly cause: InterrogationCause }
+  | { readonly kind: 'sent'; readonly points: number }
+  | { readonly kind: 'completed'; readonly cause: InterrogationCause; readonly requests: number }
+  | { readonly kind: 'skipped' }
+  | { readonly kind: 'failed'; readonly cause: InterrogationCause; readonly error: string };
+
+/** `gi-{P}-{k}`, or `pi-{P}-{k}` for a periodic one: `P` fixes the image, `k` counts from 1. */
+export const interrogationId = (cause: InterrogationCause, p: string, k: number): string => `${cause === 'periodic' ? 'pi' : 'gi'}-${p}-${k}`;
+
+const NONE: ReadonlySet<string> = new Set();
+
+const BODY_START = Buffer.from('{"datapoints":[');
+const BODY_END: Readonly<Record<InterrogationCause, Buffer>> = { interrogation: Buffer.from('],"cause":"interrogation"}'), periodic: Buffer.from('],"cause":"periodic"}') };
+const COMMA = 0x2c;
+
+/**
+ * A request's body as bytes: the points as stored, and the cause (live batches carry none),
+ * `{"datapoints":[…],"cause":"…"}` — copied once into one buffer, never made a string.
+ */
+const interrogationBytes = (cause: InterrogationCause, points: readonly Uint8Array[], alloc: (length: number) => Buffer): Buffer => {
+  const end = BODY_END[cause];
+  let length = BODY_START.length + end.length + Math.max(0, points.length - 1);
+  for (const v of points) length += v.length;
+  const body = alloc(length);
+  let at = BODY_START.copy(body, 0);
+  for (let i = 0; i < points.length; i++) {
+    if (i > 0) body[at++] = COMMA;
+    body.set(points[i]!, at);
+    at += points[i]!.length;
+  }
+  end.copy(body, at);
+  return body;
+};
+
+/** Request `k` of a run with this body and `size` points (the lane's copy of a thread's request has the body '': it stays on the thread). */
+export const interrogationRequest = (cause: InterrogationCause, p: string, k: number, body: string, size: number): Batch => {
+  const webhookId = interrogationId(cause, p, k);
+  return { webhookId, first: webhookId, ids: [], body, size, recorded: true, done: NONE };
+};
+
+/**
+ * Request `k` of a run, of these points (each a stored JSON object's UTF-8 bytes): its body is
+ * bytes (in memory from `alloc`: see `src/runtime/bodyPool.ts`), its text made only when asked for.
+ */
+export const interrogationBatch = (
+  cause: InterrogationCause, p: string, k: number, points: readonly Uint8Array[], alloc: (length: number) => Buffer = Buffer.allocUnsafe,
+): Batch => {
+  const bytes = interrogationBytes(cause, points, alloc);
+  const webhookId = interrogationId(cause, p, k);
+  return {
+    webhookId, first: webhookId, ids: [], bytes, size: points.length, recorded: true, done: NONE,
+    get body() {
+      return bytes.toString('utf8');
+    },
+  };
+};
+
+/**
+ * Pulls items with `next` one at a time and runs `work` on each, at most `concurrency` at once:
+ * an item is pulled only when a slot is free, so memory holds `concurrency` items however many
+ * there are; each `work` is subscribed in pull order. Completes when `next` gave null and every
+ * `work` completed; the first error ends it.
+ */
+export const pullEach = <A>(next: () => Observable<A | null>, concurrency: number, work: (a: A) => Observable<unknown>): Observable<never> =>
+  new Observable<never>((subscriber) => {
+    const subs = new RxSubscription();
+    let active = 0;
+    let pulling = false;
+    let exhausted = false;
+    const pump = (): void => {
+      if (subscriber.closed) return;
+      if (exhausted) {
+        if (active === 0 && !pulling) subscriber.complete();
+        return;
+      }
+      if (pulling || active >= concurrency) return;
+      pulling = true;
+      subs.add(next().pipe(take(1), defaultIfEmpty(null)).subscribe({
+        next: (a) => {
+          pulling = false;
+          if (a === null) exhausted = true;
+          else {
+            active++;
+            subs.add(work(a).subscribe({
+              error: (err: unknown) => subscriber.error(err),
+              complete: () => {
+                active--;
+                pump();
+              },
+            }));
+          }
+          pump();
+        },
+        error: (err: unknown) => subscriber.error(err),
+      }));
+    };
+    pump();
+    return subs;
+  });

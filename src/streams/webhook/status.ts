@@ -1,0 +1,213 @@
+import { filterForShow } from '../../config/managed';
+import { safeUrl } from '../../config/urls';
+import type { Metrics } from '../../telemetry/metrics';
+import type { WeightedSeries } from '../../telemetry/weightedHistogram';
+import type { BacklogReason } from './backlog';
+import type { AttemptResult } from './answers';
+import type { LaneObserver, LaneStatus, WebhookState } from './lane';
+import type { InterrogationCause } from '../interrogation/interrogation';
+import type { Subscription } from './subscription';
+import type { Logger } from 'pino';
+
+/** One webhook as `GET /api/webhooks` shows it (CONTRACT 4.4): never a full URL, query, header or secret. */
+export interface WebhookStatus {
+  readonly index: number;
+  readonly host: string;
+  state: WebhookState;
+  consecutiveFailures: number;
+  lastSuccessAt: string | null;
+  lastFailureAt: string | null;
+  lastError: string | null;
+  inFlight: number;
+  queued: number;
+  backlog: number;
+  /** CONTRACT 4.5: the subscription as configured — the filter, the rate cap, whether it has TLS settings and which auth; never a file's contents or a secret. */
+  readonly filter: Record<string, Array<number | string>> | null;
+  readonly maxRequestsPerSecond: number | null;
+  readonly tls: boolean;
+  readonly auth: 'oauth2' | null;
+  /** CONTRACT 4.6: the interrogation settings, the one running (`sent` counts points answered 2xx), the last completed here. */
+  readonly initialState: boolean;
+  readonly integrityPeriodSeconds: number | null;
+  interrogation: { cause: InterrogationCause; startedAt: string; sent: number } | null;
+  lastInterrogationAt: string | null;
+}
+
+export const STATES: readonly WebhookState[] = ['healthy', 'retrying', 'open', 'redriving', 'disabled'];
+
+/** The delivery status of every configured webhook, written by their lanes' observers. */
+export const makeStatusBoard = (subscriptions: readonly Subscription[]): WebhookStatus[] =>
+  subscriptions.map(({ index, host, webhook: w }) => ({
+    index, host, state: 'healthy', consecutiveFailures: 0, lastSuccessAt: null, lastFailureAt: null,
+    lastError: null, inFlight: 0, queued: 0, backlog: 0,
+    filter: w.filter === undefined ? null : filterForShow(w.filter),
+    maxRequestsPerSecond: w.maxRequestsPerSecond ?? null,
+    tls: w.tls !== undefined,
+    auth: w.auth !== undefined ? 'oauth2' : null,
+    initialState: w.initialState === true,
+    integrityPeriodSeconds: w.integrityPeriodSeconds ?? null,
+    interrogation: null,
+    lastInterrogationAt: null,
+  }));
+
+/** A stream ID's time: the milliseconds before its `-`. */
+const idMs = (id: string): number => {
+  const dash = id.indexOf('-');
+  return Number(dash < 0 ? id : id.slice(0, dash));
+};
+
+/**
+ * CONTRACT 9: `webhook_delivery_lag_seconds`, one observation per delivered entry — its stream
+ * ID's time to now (the 2xx). Entries of one batch mostly share a few milliseconds: each run of
+ * equal ones is added at once, with its count.
+ */
+const observeLag = (h: WeightedSeries, ids: readonly string[], at: number): void => {
+  for (const [ms, n] of runsOf(ids)) h.add(Math.max(0, (at - ms) / 1000), n);
+};
+
+/** A batch's entries as runs of one millisecond — worked out once per batch, shared by every webhook that gets it. */
+const runs = new WeakMap<readonly string[], ReadonlyArray<readonly [number, number]>>();
+const runsOf = (ids: readonly string[]): ReadonlyArray<readonly [number, number]> => {
+  let r = runs.get(ids);
+  if (r === undefined) {
+    const out: Array<[number, number]> = [];
+    for (const id of ids) {
+      const ms = idMs(id);
+      const last = out[out.length - 1];
+      if (last !== undefined && last[0] === ms) last[1]++;
+      else out.push([ms, 1]);
+    }
+    runs.set(ids, (r = out));
+  }
+  return r;
+};
+
+/** A redriven backlog entry: as many observations as points it held, each from its first entry's time (none for an interrogation's request). */
+const observeBacklogLag = (h: WeightedSeries, webhookId: string, body: string, at: number): void => {
+  if (!/^[0-9]+-[0-9]+_/.test(webhookId)) return;
+  let points = 0;
+  try {
+    const parsed = JSON.parse(body) as { datapoints?: unknown };
+    points = Array.isArray(parsed.datapoints) ? parsed.datapoints.length : 0;
+  } catch {
+    return;
+  }
+  h.add(Math.max(0, (at - idMs(webhookId.split('_')[0] ?? '')) / 1000), points);
+};
+
+const resultLabel = (r: AttemptResult): string =>
+  r.status !== undefined ? `${Math.floor(r.status / 100)}xx` : r.ok ? '2xx' : /timeout/.test(r.reason) ? 'timeout' : 'network';
+
+const METRIC_REASON: Record<BacklogReason, string> = { exhausted: 'exhausted', overflow: 'overflow', circuit: 'circuit', refused: 'refused', disabled: 'disabled' };
+
+/**
+ * The observer of a subscription's lane: one log line per failed attempt, per batch that goes to
+ * the backlog and per change of state; metrics labelled by index and host; the status board.
+ */
+export const laneObserver = (
+  s: Subscription,
+  deps: { log: Logger; metrics: Metrics; board: WebhookStatus[]; backlogSize: () => number; now?: () => Date },
+): LaneObserver & { readonly backlogChanged: () => void } => {
+  const { index, host } = s;
+  const w = s.webhook;
+  const labels = { webhook: String(index), host };
+  const status = deps.board[index]!;
+  const now = deps.now ?? (() => new Date());
+  const { log, metrics } = deps;
+  // labelled children looked up once, not hashed on every attempt (this runs per request)
+  const stateGauges = STATES.map((st) => [st, metrics.webhookState.labels({ ...labels, state: st })] as const);
+  const backlogGauge = metrics.backlogBatches.labels(labels);
+  const latency = metrics.deliveryLatency.labels(labels);
+  const lag = metrics.deliveryLag.labels(labels);
+  const queueGauge = metrics.queueDepth.labels(labels);
+  const attemptCounters = new Map<string, { inc(): void }>();
+  const deliveryCounters = new Map<string, { inc(): void }>();
+  const interrogationCounters = new Map<string, { inc(): void }>();
+  const counter = (cache: Map<string, { inc(): void }>, make: (value: string) => { inc(): void }, value: string) => {
+    let c = cache.get(value);
+    if (c === undefined) cache.set(value, (c = make(value)));
+    return c;
+  };
+  const setState = (s: LaneStatus) => {
+    if (s.state !== status.state) {
+      const level = s.state === 'open' || s.state === 'disabled' ? 'error' : s.state === 'healthy' ? 'info' : 'warn';
+      log[level](
+        { webhook: index, host, from: status.state, to: s.state, consecutiveFailures: s.consecutiveFailures, backlog: deps.backlogSize() },
+        s.state === 'disabled'
+          ? 'webhook disabled: it answered 410 Gone; its batches wait in its backlog until its configuration changes or a deadletter replay to it succeeds'
+          : 'webhook state changed',
+      );
+    }
+    Object.assign(status, s, { backlog: deps.backlogSize() });
+    for (const [st, gauge] of stateGauges) gauge.set(st === s.state ? 1 : 0);
+    backlogGauge.set(status.backlog);
+  };
+  setState({ state: 'healthy', consecutiveFailures: 0, inFlight: 0, queued: 0 });
+  /** The backlog's size as the backlog now knows it: after an append, and after each periodic scan. */
+  const backlogChanged = () => {
+    status.backlog = deps.backlogSize();
+    backlogGauge.set(status.backlog);
+  };
+  return {
+    backlogChanged,
+    attempt: (r, n, seconds, willRetry) => {
+      counter(attemptCounters, (result) => metrics.attempts.labels({ ...labels, result }), resultLabel(r)).inc();
+      latency.observe(seconds);
+      if (r.ok) status.lastSuccessAt = now().toISOString();
+      else {
+        status.lastFailureAt = now().toISOString();
+        status.lastError = r.status !== undefined ? `HTTP ${r.status}` : r.reason;
+        log.warn({ webhook: index, host, status: r.status, reason: r.reason, attempt: n, willRetry }, 'webhook attempt failed');
+      }
+    },
+    finished: (batch, outcome, attempts, reason, backlogReason) => {
+      if (outcome === 'skipped') return;
+      counter(deliveryCounters, (o) => metrics.deliveries.labels({ ...labels, outcome: o }), outcome).inc();
+      if (outcome === 'delivered') observeLag(lag, batch.ids, now().getTime());
+      if (outcome === 'deadlettered') {
+        backlogChanged();
+        const kind = backlogReason ?? 'exhausted';
+        metrics.deadLettered.inc({ ...labels, reason: METRIC_REASON[kind] });
+        const line = { webhook: index, url: safeUrl(w.url), reason: kind, error: reason, attempts, webhookId: batch.webhookId, points: batch.size };
+        // a batch queued behind an open circuit or older backlog, or for a disabled webhook, is expected, not an error
+        if (kind === 'circuit' || (kind === 'disabled' && attempts === 0)) log.debug(line, 'batch added to the webhook backlog');
+        else log.error(line, 'batch dead-lettered to the webhook backlog');
+      }
+    },
+    queueDepth: (d) => {
+      status.queued = d;
+      queueGauge.set(d);
+    },
+    status: setState,
+    interrogation: (e) => {
+      switch (e.kind) {
+        case 'started':
+          status.interrogation = { cause: e.cause, startedAt: now().toISOString(), sent: 0 };
+          log.info({ webhook: index, host, cause: e.cause }, 'interrogation started');
+          break;
+        case 'sent':
+          if (status.interrogation !== null) status.interrogation.sent += e.points;
+          break;
+        case 'completed':
+          log.info({ webhook: index, host, cause: e.cause, requests: e.requests, points: status.interrogation?.sent ?? 0 }, 'interrogation completed');
+          status.interrogation = null;
+          status.lastInterrogationAt = now().toISOString();
+          counter(interrogationCounters, (cause) => metrics.interrogations.labels({ ...labels, cause }), e.cause).inc();
+          break;
+        case 'skipped':
+          status.interrogation = null;
+          break;
+        case 'failed':
+          log.warn({ webhook: index, host, cause: e.cause, err: e.error }, 'interrogation failed; it is begun again');
+          status.interrogation = null;
+          break;
+      }
+    },
+    redriven: (webhookId, delivered, reason, batch) => {
+      metrics.redriven.inc({ ...labels, outcome: delivered ? 'delivered' : 'failed' });
+      // a backlog entry knows its first entry's ID, not each one's: every point it held counts from that
+      if (delivered && batch !== undefined) observeBacklogLag(lag, webhookId, batch.body, now().getTime());
+      if (!delivered) log.warn({ webhook: index, host, webhookId, reason }, 'redrive of a backlog batch failed; it stays in the backlog');
+    },
+  };
+};

@@ -1,0 +1,56 @@
+import type { Webhook } from '../../config/managed';
+import type { StartupSettings } from '../../config/startup';
+import { urlHost } from '../../config/urls';
+import type { WebhookFiles } from '../../config/webhookFiles';
+import { webhookKey } from '../read/deliveryState';
+import type { LaneSettings } from './laneState';
+
+/**
+ * A webhook as the push side serves it: what the configuration says of it (URL, headers, secrets,
+ * and the settings of its own that later issues add) with the process defaults merged in once,
+ * here. Everything per webhook — its lane, its client, its backlog, its observer — is made from
+ * its subscription.
+ */
+export interface DeliverySettings extends LaneSettings {
+  readonly maxAttempts: number;
+  /** Requests open at once. */
+  readonly maxInFlight: number;
+  readonly probeIntervalMs: number;
+  /** One request's time limit (CONTRACT 6.5: connecting, headers and body). */
+  readonly timeoutMs: number;
+  /** Requests per second at most (CONTRACT 4.5); absent, unlimited. The webhook's own. */
+  readonly maxRequestsPerSecond?: number;
+}
+
+export interface Subscription {
+  readonly index: number;
+  readonly webhook: Webhook;
+  /** The webhook as the delivery records know it (`webhookKey`). */
+  readonly key: string;
+  /** As logs and metric labels show it: host and port, never the full URL, a header or a secret. */
+  readonly host: string;
+  readonly settings: DeliverySettings;
+  /** What the files its settings name hold (TLS material, OAuth 2.0 secret), read at start. */
+  readonly files: WebhookFiles;
+}
+
+/** CONTRACT 4.2: a webhook's own queue is bounded (1000 batches); overflow goes to its backlog. */
+export const QUEUE_CAP = 1000;
+
+/** The process-wide defaults, from the startup parameters (`Webhooks:*`). */
+export const deliveryDefaults = (w: StartupSettings['webhooks']): DeliverySettings => ({
+  maxAttempts: w.maxAttempts,
+  maxInFlight: w.maxInFlight,
+  queueCap: QUEUE_CAP,
+  circuitThreshold: w.circuitFailureThreshold,
+  probeIntervalMs: Math.round(w.probeIntervalSeconds * 1000),
+  autoRedrive: w.autoRedrive,
+  timeoutMs: w.timeoutMilliseconds,
+});
+
+/** One subscription per configured webhook, in configuration order. */
+export const makeSubscriptions = (webhooks: readonly Webhook[], defaults: DeliverySettings, files: readonly WebhookFiles[] = []): Subscription[] =>
+  webhooks.map((webhook, index) => ({
+    index, webhook, key: webhookKey(index, webhook.url), host: urlHost(webhook.url), files: files[index] ?? {},
+    settings: webhook.maxRequestsPerSecond === undefined ? defaults : { ...defaults, maxRequestsPerSecond: webhook.maxRequestsPerSecond },
+  }));
