@@ -1,5 +1,6 @@
 import * as E from 'fp-ts/Either';
 import { DEFAULT_SETTINGS, parseManagedSettings, settingsFingerprint } from '../src/config/managed';
+import { webhookFingerprint, webhookShown, WEBHOOK_SHOWN_SCHEMA } from '../src/config/webhookSettings';
 
 const errors = (text: string): string[] => {
   const r = parseManagedSettings(text);
@@ -107,6 +108,18 @@ describe('managed settings', () => {
     it('sees a changed value', () => {
       expect(settingsFingerprint(settings({ ...base, displayName: 'y' }), 'inbound')).not.toBe(settingsFingerprint(settings(base), 'inbound'));
       expect(settingsFingerprint(settings({ ...base, mappings: [mapping({ ioa: 3 })] }), 'inbound')).not.toBe(settingsFingerprint(settings(base), 'inbound'));
+    });
+    it('keeps the fingerprint a webhook had before a field existed: a 410 mark holds its digest (a field added later gives nothing while unset)', () => {
+      const [w] = settings({ webhooks: [{ url: 'http://a/x?k=1', headers: { B: '2', A: '1' }, secret: 's' }] }).webhooks;
+      // the form the fingerprint had when the marks were first written (url, headers, secrets, filter, rate, tls, auth)
+      expect(webhookFingerprint(w!)).toEqual(['http://a/x?k=1', [['A', '1'], ['B', '2']], ['s'], null, null, null, null]);
+      const [p] = settings({ webhooks: [{ url: 'http://a/', integrityPeriodSeconds: 60 }] }).webhooks;
+      expect(webhookFingerprint(p!)).toEqual(['http://a/', [], [], null, null, null, null, false, 60]);
+    });
+    it('every setting the status shows is in its OpenAPI schema, and only those', () => {
+      const [w] = settings({ webhooks: [{ url: 'http://a/', filter: { ioa: [1, '5-9'] }, maxRequestsPerSecond: 2, initialState: true }] }).webhooks;
+      expect(webhookShown(w!)).toEqual({ filter: { ioa: [1, '5-9'] }, maxRequestsPerSecond: 2, tls: false, auth: null, initialState: true, integrityPeriodSeconds: null });
+      expect(Object.keys(WEBHOOK_SHOWN_SCHEMA)).toEqual(Object.keys(webhookShown(w!)));
     });
     it("ignores the other connector's section", () => {
       expect(settingsFingerprint(settings({ ...base, mappings: [] }), 'outbound')).toBe(settingsFingerprint(settings(base), 'outbound'));

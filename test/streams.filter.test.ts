@@ -1,4 +1,4 @@
-import type { PointFilter } from '../src/config/managed';
+import type { PointFilter } from '../src/config/webhookSettings';
 import { toBatch } from '../src/streams/read/batches';
 import type { DecodedEntry } from '../src/streams/read/entries';
 import { matches, partFor } from '../src/streams/webhook/filter';

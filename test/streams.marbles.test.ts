@@ -8,7 +8,7 @@ import type { DecodedEntry, StreamEntry } from '../src/streams/read/entries';
 import { pushPipeline$, type PipelineEvent } from '../src/streams/read/pipeline';
 import { readUpdates$, wholeBatches, type ConsumerInfo, type ReaderOptions, type ReadChunk, type StreamPort } from '../src/streams/read/reader';
 import { regroup } from '../src/streams/read/regroup';
-import type { Webhook } from '../src/config/managed';
+import type { Webhook } from '../src/config/webhookSettings';
 import { webhookKey } from '../src/streams/read/deliveryState';
 import { makeSubscriptions, type DeliverySettings, type Subscription } from '../src/streams/webhook/subscription';
 

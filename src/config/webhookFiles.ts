@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/Either';
-import type { Webhook } from './managed';
+import type { Webhook } from './webhookSettings';
 import { fileProblem, keyPair, readCaBundle, readCertificate, readFromDisk, readKey, type ReadFile } from './pem';
 
 /**

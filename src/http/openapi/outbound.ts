@@ -1,3 +1,4 @@
+import { WEBHOOK_SHOWN_SCHEMA } from '../../config/webhookSettings';
 import { problem, type OpenApiPart } from './document';
 
 /** The outbound connector's part of its OpenAPI document: GET /api/datapoints, GET /api/webhooks, the webhook batch POST. */
@@ -99,7 +100,7 @@ export const outboundOpenApi: OpenApiPart = {
             type: 'object',
             required: [
               'index', 'host', 'state', 'consecutiveFailures', 'lastSuccessAt', 'lastFailureAt', 'lastError', 'inFlight', 'queued', 'backlog',
-              'filter', 'maxRequestsPerSecond', 'tls', 'auth', 'initialState', 'integrityPeriodSeconds', 'interrogation', 'lastInterrogationAt',
+              ...Object.keys(WEBHOOK_SHOWN_SCHEMA), 'interrogation', 'lastInterrogationAt',
             ],
             properties: {
               index: { type: 'integer', minimum: 0 },
@@ -112,15 +113,8 @@ export const outboundOpenApi: OpenApiPart = {
               inFlight: { type: 'integer', minimum: 0 },
               queued: { type: 'integer', minimum: 0 },
               backlog: { type: 'integer', minimum: 0, description: 'batches waiting to be redriven' },
-              filter: {
-                type: ['object', 'null'], description: 'the points this webhook gets, as configured (null: all of them)',
-                properties: Object.fromEntries(['casdu', 'ioa', 'types'].map((f) => [f, { type: 'array', items: { type: ['integer', 'string'] } }])),
-              },
-              maxRequestsPerSecond: { type: ['number', 'null'], description: 'its rate cap (null: none)' },
-              tls: { type: 'boolean', description: 'whether it has TLS settings of its own (never their contents)' },
-              auth: { type: ['string', 'null'], enum: ['oauth2', null], description: 'how it authenticates beyond static headers' },
-              initialState: { type: 'boolean', description: 'whether it gets the process image before its first live batch' },
-              integrityPeriodSeconds: { type: ['integer', 'null'], description: 'the period of its periodic interrogations (null: none)' },
+              // the webhook's settings, as `src/config/webhookSettings.ts` declares them
+              ...WEBHOOK_SHOWN_SCHEMA,
               interrogation: {
                 type: ['object', 'null'], description: 'the interrogation running on this replica (null: none)',
                 required: ['cause', 'startedAt', 'sent'],

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { PointFilter, Ranges } from '../../config/managed';
+import type { PointFilter, Ranges } from '../../config/webhookSettings';
 import { imageAddress } from '../../http/outbound/query';
 import { processImageKey, processImagePattern } from '../../mapping/keys';
 import { scanPoint } from './jsonBytes';

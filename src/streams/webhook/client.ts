@@ -4,7 +4,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Readable } from 'node:stream';
 import { Observable } from 'rxjs';
-import type { Webhook } from '../../config/managed';
+import type { Webhook } from '../../config/webhookSettings';
 import type { Batch } from '../read/batches';
 import type { PostBatch, WebhookResponse } from './answers';
 import { oauth2Tokens } from './oauth2';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { defer, map, type Observable } from 'rxjs';
-import { webhookFingerprint, type Webhook } from '../../config/managed';
+import { webhookFingerprint, type Webhook } from '../../config/webhookSettings';
 import { disabledKey } from '../../mapping/keys';
 import type { DisabledMark } from './lane';
 import { persist } from '../store/persist';

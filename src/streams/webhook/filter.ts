@@ -1,4 +1,4 @@
-import type { PointFilter, Ranges } from '../../config/managed';
+import type { PointFilter, Ranges } from '../../config/webhookSettings';
 import { toBatch, type Batch } from '../read/batches';
 import type { DecodedEntry } from '../read/entries';
 import { compareIds } from '../store/streamIds';

@@ -1,7 +1,7 @@
 import axios, { type AxiosInstance } from 'axios';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import type { OAuth2Settings } from '../../config/managed';
+import type { OAuth2Settings } from '../../config/webhookSettings';
 import { urlHost } from '../../config/urls';
 
 /**

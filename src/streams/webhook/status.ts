@@ -1,4 +1,4 @@
-import { filterForShow } from '../../config/managed';
+import { webhookShown } from '../../config/webhookSettings';
 import { safeUrl } from '../../config/urls';
 import type { Metrics } from '../../telemetry/metrics';
 import type { WeightedSeries } from '../../telemetry/weightedHistogram';
@@ -21,16 +21,14 @@ export interface WebhookStatus {
   inFlight: number;
   queued: number;
   backlog: number;
-  /** CONTRACT 4.5: the subscription as configured — the filter, the rate cap, whether it has TLS settings and which auth; never a file's contents or a secret. */
-  readonly filter: Record<string, Array<number | string>> | null;
-  readonly maxRequestsPerSecond: number | null;
-  readonly tls: boolean;
-  readonly auth: 'oauth2' | null;
-  /** CONTRACT 4.6: the interrogation settings, the one running (`sent` counts points answered 2xx), the last completed here. */
-  readonly initialState: boolean;
-  readonly integrityPeriodSeconds: number | null;
+  /** CONTRACT 4.6: the interrogation running (`sent` counts points answered 2xx), the last completed here. */
   interrogation: { cause: InterrogationCause; startedAt: string; sent: number } | null;
   lastInterrogationAt: string | null;
+  /**
+   * CONTRACT 4.5, 4.6: the webhook's settings as configured — its filter, rate cap, whether it has
+   * TLS settings, which auth, its interrogation settings (`webhookShown`); never a file's contents or a secret.
+   */
+  readonly [setting: string]: unknown;
 }
 
 export const STATES: readonly WebhookState[] = ['healthy', 'retrying', 'open', 'redriving', 'disabled'];
@@ -40,12 +38,7 @@ export const makeStatusBoard = (subscriptions: readonly Subscription[]): Webhook
   subscriptions.map(({ index, host, webhook: w }) => ({
     index, host, state: 'healthy', consecutiveFailures: 0, lastSuccessAt: null, lastFailureAt: null,
     lastError: null, inFlight: 0, queued: 0, backlog: 0,
-    filter: w.filter === undefined ? null : filterForShow(w.filter),
-    maxRequestsPerSecond: w.maxRequestsPerSecond ?? null,
-    tls: w.tls !== undefined,
-    auth: w.auth !== undefined ? 'oauth2' : null,
-    initialState: w.initialState === true,
-    integrityPeriodSeconds: w.integrityPeriodSeconds ?? null,
+    ...webhookShown(w),
     interrogation: null,
     lastInterrogationAt: null,
   }));

@@ -1,4 +1,4 @@
-import type { Webhook } from '../../config/managed';
+import type { Webhook } from '../../config/webhookSettings';
 import type { StartupSettings } from '../../config/startup';
 import { urlHost } from '../../config/urls';
 import type { WebhookFiles } from '../../config/webhookFiles';

@@ -1,0 +1,301 @@
+import * as E from 'fp-ts/Either';
+import * as t from 'io-ts';
+import { CASDU_MAX, IOA_MAX, TYPE_CODES } from '../mapping/types';
+import { describe, intIn, nonEmptyString, objectOf, positiveNumber, refine } from './codecs';
+import { safeUrl } from './urls';
+
+/**
+ * A webhook's settings (CONTRACT 4.2, 4.4–4.6): every field declared once, in `WEBHOOK_FIELDS` —
+ * its codec (errors name `webhooks[N].<field>`), its value after defaults, its part of the
+ * webhook's fingerprint, and how the status (`GET /api/webhooks`, with its OpenAPI schema) and the
+ * "configuration loaded" line show it. A new field is one more entry there (and its meaning where
+ * it acts: `src/streams/webhook/`).
+ */
+export interface Webhook {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  /** Every current signing secret (CONTRACT 6.4): each one signs; empty means unsigned. */
+  readonly secrets: readonly string[];
+  /** CONTRACT 4.5: the points it gets; absent, all of them. */
+  readonly filter?: PointFilter;
+  /** CONTRACT 4.5: requests per second at most; absent, unlimited. */
+  readonly maxRequestsPerSecond?: number;
+  /** CONTRACT 4.5: its own TLS settings (file names: read at start, see `webhookFiles.ts`). */
+  readonly tls?: WebhookTls;
+  /** CONTRACT 4.5: the OAuth 2.0 client-credentials grant, in place of a static Authorization header. */
+  readonly auth?: { readonly oauth2: OAuth2Settings };
+  /** CONTRACT 4.6: an interrogation once per URL before its first live batch. */
+  readonly initialState?: true;
+  /** CONTRACT 4.6: a periodic interrogation this many seconds after the previous one ended (10 to 86400). */
+  readonly integrityPeriodSeconds?: number;
+}
+
+/** Inclusive ranges of integers; a single value is a range of one. */
+export type Ranges = readonly (readonly [number, number])[];
+
+/** Which points a webhook gets: a field given matches when the point's value lies in one of its ranges; a field left out matches everything. */
+export interface PointFilter {
+  readonly casdu?: Ranges;
+  readonly ioa?: Ranges;
+  readonly types?: Ranges;
+}
+
+export interface WebhookTls {
+  readonly caFile?: string;
+  readonly certFile?: string;
+  readonly keyFile?: string;
+  readonly serverName?: string;
+}
+
+export interface OAuth2Settings {
+  readonly tokenUrl: string;
+  readonly clientId: string;
+  /** Exactly one of the two. */
+  readonly clientSecret?: string;
+  readonly clientSecretFile?: string;
+  readonly scope?: string;
+  readonly audience?: string;
+  readonly caFile?: string;
+}
+
+/** Errors show the URL without user information or query (CONTRACT 6.5): either may be a credential. */
+export const webhookUrl = refine<string>('webhook URL', (u) => {
+  if (typeof u !== 'string') return E.left(`must be an http(s) URL, got ${u === undefined ? 'nothing' : typeof u}`);
+  let url: URL;
+  try {
+    url = new URL(u);
+  } catch {
+    return E.left('must be an http(s) URL, got a string that is not a URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return E.left(`must be an http(s) URL, got ${JSON.stringify(`${url.protocol}//${url.host}`)}`);
+  if (url.username !== '' || url.password !== '') {
+    return E.left(`must not carry user information (${safeUrl(u)}): put credentials in a header, e.g. "Authorization"`);
+  }
+  return E.right(u);
+});
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Headers that define the message's framing or the connection: the client sets them (CONTRACT 6.5). */
+const RESERVED_HEADER = /^(content-length|transfer-encoding|connection|host|upgrade|te|trailer|keep-alive|proxy-.*)$/i;
+// A header value may not carry CR, LF or NUL: they would split or end the header.
+const headers = refine<Record<string, string>>('headers', (u) => {
+  if (u === null || typeof u !== 'object' || Array.isArray(u)) return E.left(`must be an object of header names to strings`);
+  for (const [name, value] of Object.entries(u)) {
+    if (/[\r\n]/.test(name)) return E.left(`header name ${JSON.stringify(name)} contains CR or LF`);
+    if (!TOKEN.test(name)) return E.left(`header name ${JSON.stringify(name)} is not a valid HTTP header name`);
+    if (RESERVED_HEADER.test(name)) return E.left(`header '${name}' may not be set: it defines the request's framing or connection`);
+    if (typeof value !== 'string') return E.left(`header '${name}' must be a string`);
+    // The value itself is never echoed: it may be a credential.
+    if (/[\r\n\0]/.test(value)) return E.left(`value of header '${name}' contains CR or LF`);
+  }
+  return E.right(u as Record<string, string>);
+});
+
+const secretProblem = (u: unknown): string | undefined => {
+  if (typeof u !== 'string' || u.length === 0) return 'must be a non-empty string';
+  if (u.startsWith('whsec_') && !/^[A-Za-z0-9+/]+={0,2}$/.test(u.slice(6))) return 'whsec_ secret must be followed by base64';
+  return undefined;
+};
+
+/** One secret, or a non-empty list of them (rotation: every listed secret signs, CONTRACT 6.4). */
+const secrets = refine<readonly string[]>('secret', (u) => {
+  const list = Array.isArray(u) ? u : [u];
+  if (list.length === 0) return E.left('must be a secret or a non-empty list of secrets');
+  for (const [i, s] of list.entries()) {
+    const problem = secretProblem(s);
+    if (problem !== undefined) return E.left(Array.isArray(u) ? `[${i}] ${problem}` : problem);
+  }
+  return E.right(list as string[]);
+});
+
+/** One item of a filter list: an integer, or an inclusive `"A-B"` range, within `min`..`max`. */
+const rangeItem = (min: number, max: number, allowed?: readonly number[]) =>
+  refine<readonly [number, number]>('range', (x) => {
+    let lo: number;
+    let hi: number;
+    if (typeof x === 'number' && Number.isInteger(x)) lo = hi = x;
+    else {
+      const m = typeof x === 'string' ? /^\s*([0-9]+)\s*-\s*([0-9]+)\s*$/.exec(x) : null;
+      if (m === null) return E.left(`must be an integer or a range "A-B", got ${describe(x)}`);
+      lo = Number(m[1]);
+      hi = Number(m[2]);
+      if (lo > hi) return E.left(`range ${JSON.stringify(x)} is empty`);
+    }
+    if (lo < min || hi > max) return E.left(`must lie within ${min} to ${max}, got ${describe(x)}`);
+    if (allowed !== undefined && lo === hi && !allowed.includes(lo)) return E.left(`must be one of ${allowed.join(', ')}, got ${lo}`);
+    return E.right([lo, hi] as const);
+  });
+
+/** `[10, "20-29"]`: a non-empty list of integers and ranges; errors name the item (`ioa[0]`). */
+const ranges = (min: number, max: number, allowed?: readonly number[]): t.Type<Ranges, unknown, unknown> => {
+  const list = t.array(rangeItem(min, max, allowed));
+  return new t.Type<Ranges, unknown, unknown>(
+    'ranges',
+    (u): u is Ranges => list.is(u) && u.length > 0,
+    (u, c) =>
+      Array.isArray(u) && u.length === 0
+        ? t.failure(u, c, 'must be a non-empty list of integers and "A-B" ranges, got []')
+        : list.validate(u, c),
+    (a) => a,
+  );
+};
+
+const FilterCodec = t.exact(t.partial({ casdu: ranges(0, CASDU_MAX), ioa: ranges(0, IOA_MAX), types: ranges(1, 127, TYPE_CODES) }));
+
+const fileName = nonEmptyString;
+const TlsCodec = t.exact(t.partial({ caFile: fileName, certFile: fileName, keyFile: fileName, serverName: nonEmptyString }));
+
+/** A secret: never echoed in an error, whatever it holds. */
+const secretString = refine<string>('secret string', (u) => (typeof u === 'string' && u.length > 0 ? E.right(u) : E.left('must be a non-empty string')));
+
+const OAuth2Codec = t.intersection([
+  t.type({ tokenUrl: webhookUrl, clientId: nonEmptyString }),
+  t.partial({ clientSecret: secretString, clientSecretFile: fileName, scope: nonEmptyString, audience: nonEmptyString, caFile: fileName }),
+]);
+
+/** A filter as configured again (`[10, "20-29"]`), for the status and the log. */
+export const filterForShow = (f: PointFilter): Record<string, Array<number | string>> => {
+  const show = (r: Ranges) => r.map(([lo, hi]) => (lo === hi ? lo : `${lo}-${hi}`));
+  return {
+    ...(f.casdu !== undefined ? { casdu: show(f.casdu) } : {}),
+    ...(f.ioa !== undefined ? { ioa: show(f.ioa) } : {}),
+    ...(f.types !== undefined ? { types: show(f.types) } : {}),
+  };
+};
+
+const byName = ([a]: [string, unknown], [b]: [string, unknown]) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** One field of a webhook's stored settings, and everything the product does with its value. */
+interface WebhookField<A> {
+  readonly codec: t.Type<A, unknown, unknown>;
+  readonly required?: true;
+  /** The webhook's properties it gives, after defaults (the stored value absent: `undefined`). */
+  readonly merge: (stored: A | undefined) => Partial<Webhook>;
+  /**
+   * Its part of the webhook's fingerprint: two webhooks are the same (CONTRACT 2) when every part
+   * is, and a 410 mark (CONTRACT 4.5) holds a digest of it. A field added later gives nothing while
+   * it is not set, so that the webhooks without it keep the fingerprint they had.
+   */
+  readonly fingerprint: (w: Webhook) => readonly unknown[];
+  /** As `GET /api/webhooks` shows it (CONTRACT 4.4–4.6), with its schema; never a secret or a file's contents. */
+  readonly status?: { readonly show: (w: Webhook) => unknown; readonly schema: object };
+  /** As the "configuration loaded" line shows it (CONTRACT 6.2); nothing while it is not set. */
+  readonly log?: (w: Webhook) => Readonly<Record<string, unknown>>;
+}
+
+const field = <A>(f: WebhookField<A>): WebhookField<A> => f;
+
+/** Every field of a webhook, in the order errors, fingerprints, the status and the log list them. */
+export const WEBHOOK_FIELDS = {
+  url: field({
+    codec: webhookUrl, required: true,
+    merge: (url) => ({ url: url! }),
+    fingerprint: (w) => [w.url],
+    log: (w) => ({ url: safeUrl(w.url) }),
+  }),
+  headers: field({
+    codec: headers,
+    merge: (h) => ({ headers: h ?? {} }),
+    fingerprint: (w) => [Object.entries(w.headers).sort(byName)],
+    // names only: a value may be a credential
+    log: (w) => ({ headerNames: Object.keys(w.headers) }),
+  }),
+  secret: field({
+    codec: secrets,
+    merge: (s) => ({ secrets: s ?? [] }),
+    fingerprint: (w) => [w.secrets],
+    log: (w) => ({ secrets: w.secrets.length }),
+  }),
+  filter: field({
+    codec: FilterCodec as t.Type<PointFilter, unknown, unknown>,
+    merge: (filter) => (filter === undefined ? {} : { filter }),
+    fingerprint: (w) => [w.filter === undefined ? null : [w.filter.casdu ?? null, w.filter.ioa ?? null, w.filter.types ?? null]],
+    status: {
+      show: (w) => (w.filter === undefined ? null : filterForShow(w.filter)),
+      schema: {
+        type: ['object', 'null'], description: 'the points this webhook gets, as configured (null: all of them)',
+        properties: Object.fromEntries(['casdu', 'ioa', 'types'].map((f) => [f, { type: 'array', items: { type: ['integer', 'string'] } }])),
+      },
+    },
+    log: (w) => (w.filter === undefined ? {} : { filter: filterForShow(w.filter) }),
+  }),
+  maxRequestsPerSecond: field({
+    codec: positiveNumber,
+    merge: (n) => (n === undefined ? {} : { maxRequestsPerSecond: n }),
+    fingerprint: (w) => [w.maxRequestsPerSecond ?? null],
+    status: { show: (w) => w.maxRequestsPerSecond ?? null, schema: { type: ['number', 'null'], description: 'its rate cap (null: none)' } },
+    log: (w) => (w.maxRequestsPerSecond === undefined ? {} : { maxRequestsPerSecond: w.maxRequestsPerSecond }),
+  }),
+  tls: field({
+    codec: TlsCodec as t.Type<WebhookTls, unknown, unknown>,
+    merge: (tls) => (tls === undefined ? {} : { tls }),
+    fingerprint: (w) => [w.tls === undefined ? null : [w.tls.caFile ?? null, w.tls.certFile ?? null, w.tls.keyFile ?? null, w.tls.serverName ?? null]],
+    status: { show: (w) => w.tls !== undefined, schema: { type: 'boolean', description: 'whether it has TLS settings of its own (never their contents)' } },
+    log: (w) => (w.tls === undefined ? {} : { tls: true }),
+  }),
+  auth: field({
+    codec: t.type({ oauth2: OAuth2Codec }) as t.Type<{ oauth2: OAuth2Settings }, unknown, unknown>,
+    merge: (auth) => (auth === undefined ? {} : { auth: { oauth2: auth.oauth2 } }),
+    fingerprint: (w) => [w.auth === undefined ? null : Object.entries(w.auth.oauth2).sort(byName)],
+    status: { show: (w) => (w.auth !== undefined ? 'oauth2' : null), schema: { type: ['string', 'null'], enum: ['oauth2', null], description: 'how it authenticates beyond static headers' } },
+    log: (w) => (w.auth === undefined ? {} : { auth: 'oauth2' }),
+  }),
+  initialState: field({
+    codec: t.boolean,
+    merge: (b) => (b === true ? { initialState: true as const } : {}),
+    // with integrityPeriodSeconds, and only when either is set (they came together, after the fields above)
+    fingerprint: (w) => (w.initialState === true || w.integrityPeriodSeconds !== undefined ? [w.initialState === true, w.integrityPeriodSeconds ?? null] : []),
+    status: { show: (w) => w.initialState === true, schema: { type: 'boolean', description: 'whether it gets the process image before its first live batch' } },
+    log: (w) => (w.initialState === true ? { initialState: true } : {}),
+  }),
+  integrityPeriodSeconds: field({
+    codec: intIn(10, 86400),
+    merge: (s) => (s === undefined ? {} : { integrityPeriodSeconds: s }),
+    // part of initialState's
+    fingerprint: () => [],
+    status: { show: (w) => w.integrityPeriodSeconds ?? null, schema: { type: ['integer', 'null'], description: 'the period of its periodic interrogations (null: none)' } },
+    log: (w) => (w.integrityPeriodSeconds === undefined ? {} : { integrityPeriodSeconds: w.integrityPeriodSeconds }),
+  }),
+};
+
+type Fields = typeof WEBHOOK_FIELDS;
+const FIELD_LIST = Object.entries(WEBHOOK_FIELDS) as Array<[keyof Fields, WebhookField<unknown>]>;
+
+export const WebhookCodec = objectOf(WEBHOOK_FIELDS as unknown as Record<string, WebhookField<unknown>>);
+
+/** A webhook as stored, decoded, with every field's default. */
+export const webhookWithDefaults = (stored: Readonly<Record<string, unknown>>): Webhook =>
+  Object.assign({}, ...FIELD_LIST.map(([k, f]) => f.merge(stored[k]))) as Webhook;
+
+/** What the codecs cannot see alone: fields that exclude or require each other (CONTRACT 4.5). */
+export const webhookProblems = (w: Webhook, i: number): string[] => {
+  const at = `webhooks[${i}]`;
+  const out: string[] = [];
+  if (w.tls !== undefined && (w.tls.certFile === undefined) !== (w.tls.keyFile === undefined)) {
+    out.push(`${at}.tls.${w.tls.certFile === undefined ? 'certFile' : 'keyFile'}: required with tls.${w.tls.certFile === undefined ? 'keyFile' : 'certFile'} (both or neither)`);
+  }
+  const o = w.auth?.oauth2;
+  if (o !== undefined) {
+    if (Object.keys(w.headers).some((h) => h.toLowerCase() === 'authorization')) {
+      out.push(`${at}.auth: cannot be used together with an Authorization header (headers.Authorization)`);
+    }
+    if (o.clientSecret === undefined && o.clientSecretFile === undefined) out.push(`${at}.auth.oauth2.clientSecret: required (or clientSecretFile)`);
+    if (o.clientSecret !== undefined && o.clientSecretFile !== undefined) out.push(`${at}.auth.oauth2.clientSecretFile: give clientSecret or clientSecretFile, not both`);
+  }
+  return out;
+};
+
+/** One webhook's settings in a canonical form (key order does not count). */
+export const webhookFingerprint = (w: Webhook): unknown[] => FIELD_LIST.flatMap(([, f]) => f.fingerprint(w));
+
+/** The webhook as its status shows its settings (`GET /api/webhooks`, CONTRACT 4.4–4.6). */
+export const webhookShown = (w: Webhook): Record<string, unknown> =>
+  Object.fromEntries(FIELD_LIST.flatMap(([k, f]) => (f.status === undefined ? [] : [[k, f.status.show(w)]])));
+
+/** The status's settings fields and their schemas, for the OpenAPI document. */
+export const WEBHOOK_SHOWN_SCHEMA: Readonly<Record<string, object>> =
+  Object.fromEntries(FIELD_LIST.flatMap(([k, f]) => (f.status === undefined ? [] : [[k, f.status.schema]])));
+
+/** The webhook as the "configuration loaded" line shows it (CONTRACT 6.2, 6.5): no header value, secret or file contents. */
+export const webhookForLog = (w: Webhook): Record<string, unknown> => Object.assign({}, ...FIELD_LIST.map(([, f]) => f.log?.(w) ?? {}));
