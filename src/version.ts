@@ -29,3 +29,6 @@ export const BIN_PATH: string = join(
   found.root,
   typeof found.pkg.bin === 'string' ? found.pkg.bin : found.pkg.bin?.['rest-connector'] ?? 'bin-not-declared',
 );
+
+/** The `User-Agent` of every request to a webhook (CONTRACT 4.2). */
+export const USER_AGENT = `rest-connectors/${VERSION}`;

@@ -15,7 +15,7 @@ import { privateRedis, TestRedis } from './helpers/redis';
  * command that times out, a request cut, a thread closed or dead.
  */
 // the thread runs the built module (`npm test` builds first); this file tests it through the host
-const THREAD = join(__dirname, '..', 'dist', 'src', 'runtime', 'imageThreadMain.js');
+const THREAD = join(__dirname, '..', 'dist', 'src', 'runtime', 'interrogation', 'imageThreadMain.js');
 const r = privateRedis();
 const SECRET = 'whsec_' + Buffer.from('thread-test-secret').toString('base64');
 
@@ -57,11 +57,11 @@ afterEach(async () => {
 /** Every request of the run: its size, and its body as the backlog would take it. */
 const readAll = async (t: ImageThread) => {
   const out: Array<{ size: number; body: string }> = [];
-  for (let n = await t.next(); n !== null; n = await t.next()) out.push({ size: n.size, body: await t.take(`gi-5-0-${out.length + 1}`) });
+  for (let n = await t.next(); n !== null; n = await t.next()) out.push({ size: n.size, body: (await t.take(`gi-5-0-${out.length + 1}`)).body });
   return out;
 };
 /** Request k as the lane has it: no body (the thread holds it). */
-const request = (k: number, size = 1) => interrogationRequest('interrogation', '5-0', k, '', size);
+const request = (k: number, size = 1) => interrogationRequest('interrogation', '5-0', k, size);
 const point = (casdu: number, ioa: number) => JSON.stringify({ casdu, ioa, type: 36, value: `${casdu}/${ioa}` });
 
 it('reads the filtered image in casdu-then-ioa order, maxSize points a request, then null; keeps each body until it is taken or answered 2xx', async () => {
@@ -155,7 +155,7 @@ it('a traceparent given with a request goes out with it (the main thread keeps t
   });
   threads.push(traced);
   expect(await traced.next()).toEqual({ size: 1 });
-  await firstValueFrom(traced.post(interrogationRequest('periodic', '9-0', 1, '', 1)));
+  await firstValueFrom(traced.post(interrogationRequest('periodic', '9-0', 1, 1)));
   expect(hook.requests[0]!.headers).toMatchObject({ traceparent: parent, 'webhook-id': 'pi-9-0-1' });
   expect(hook.requests[0]!.body).toBe(`{"datapoints":[${point(1, 1)}],"cause":"periodic"}`);
   expect(seen).toEqual(['call pi-9-0-1 200', 'process 200']);
@@ -175,7 +175,7 @@ it('a receiver that is down: the request fails with the reason, its body is kept
   const t = start(initFor(r.redis.port, url, { maxSize: 1 }));
   expect(await t.next()).toEqual({ size: 1 });
   await expect(firstValueFrom(t.post(request(1)))).rejects.toThrow('network error ECONNREFUSED');
-  expect(await t.take('gi-5-0-1')).toBe(`{"datapoints":[${point(1, 1)}],"cause":"interrogation"}`);
+  expect((await t.take('gi-5-0-1')).body).toBe(`{"datapoints":[${point(1, 1)}],"cause":"interrogation"}`);
   expect(await t.next()).toBeNull();
 });
 
@@ -218,7 +218,7 @@ it('Redis away when a read is asked for: the thread waits, its connection failur
     await c.set('process:image:casdu:4:ioa:2', point(4, 2));
     c.disconnect();
     expect(await read).toEqual({ size: 1 });
-    expect(await t.take('gi-5-0-1')).toBe(`{"datapoints":[${point(4, 2)}],"cause":"interrogation"}`);
+    expect((await t.take('gi-5-0-1')).body).toBe(`{"datapoints":[${point(4, 2)}],"cause":"interrogation"}`);
   } finally {
     await own.destroy();
   }

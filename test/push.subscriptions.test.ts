@@ -261,6 +261,29 @@ it('mutual TLS: a receiver that requires a client certificate accepts ours; a co
   }
 });
 
+it('a TLS 1.2 receiver that requires a client certificate, called without one: the log line says a certificate is required (Node reports the alert as EPROTO, with OpenSSL\'s words in the message)', async () => {
+  const { Receiver } = await import('./helpers/receiver');
+  const r = await Receiver.start(undefined, {
+    cert: readFileSync(certs.serverCert), key: readFileSync(certs.serverKey), ca: readFileSync(certs.ca),
+    requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2',
+  });
+  try {
+    await h.r.client.set('connectors:tls12:config', JSON.stringify({ hostUrls: ['http://127.0.0.1:0'], webhooks: [{ url: r.url, tls: { caFile: certs.ca, serverName: 'redis.test' } }] }));
+    const c = new Connector('outbound', { Id: 'tls12', ConnectionStrings__Datastore: h.r.redis.url, ...FAST, Webhooks__MaxAttempts: '1' });
+    h.running.push(c);
+    await c.waitForLog((l) => l.msg === 'push pipeline started');
+    // the group is made at the stream's end when the pipeline starts: an entry appended before it is not read
+    const groups = async () => ((await h.r.client.xinfo('GROUPS', 'process:updates')) as string[][]).map((g) => g[g.indexOf('name') + 1]);
+    await eventually(async () => ((await groups()).includes('rest-outbound:tls12') ? true : undefined));
+    await h.produce(200, 1);
+    const line = await c.waitForLog((l) => l.msg === 'webhook attempt failed');
+    expect(String(line.reason)).toBe('TLS: certificate required (the server asks for a client certificate) (EPROTO)');
+    expect(r.delivered()).toEqual([]);
+  } finally {
+    await r.close();
+  }
+});
+
 it('an interrogation, sent from its own thread, over mutual TLS with an OAuth 2.0 token: the image arrives with our client certificate and a token the endpoint issued', async () => {
   const te = await tokenEndpoint({ expiresIn: () => 3600 });
   const r = await tlsReceiver(true, (_n, q) => (te.issued.includes(String(q.headers.authorization ?? '').replace(/^Bearer /, '')) ? { status: 200 } : { status: 401 }));

@@ -1,7 +1,9 @@
 import { map, NEVER, Observable, of, Subject, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import type { PostBatch, WebhookResponse } from '../src/streams/webhook/answers';
-import { REDRIVABLE, byStreamOrder, type BacklogItem, type LaneBacklog } from '../src/streams/webhook/backlog';
+import type { LaneBacklog } from '../src/streams/webhook/backlog';
+import { REDRIVABLE, byStreamOrder, type BacklogItem } from '../src/streams/webhook/backlogEntry';
+import { bodyText, DATAPOINTS, renderBody, storedContent } from '../src/streams/webhook/body';
 import { toBatch, type Batch } from '../src/streams/read/batches';
 import { webhookLane, type LaneObserver, type LaneResult } from '../src/streams/webhook/lane';
 import { webhookKey } from '../src/streams/read/deliveryState';
@@ -9,7 +11,7 @@ import { interrogationBatch, pullEach, type Interrogation, type InterrogationEve
 import type { Subscription } from '../src/streams/webhook/subscription';
 
 /**
- * Invariant 10 of a lane (src/streams/deliver.ts; CONTRACT 4.6): an interrogation in the middle of
+ * Invariant 10 of a lane (src/streams/webhook/laneState.ts, kept by src/streams/webhook/lane.ts; CONTRACT 4.6): an interrogation in the middle of
  * live batches, in virtual time — the order rule, a request that fails, a read that fails, a stop.
  */
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
@@ -20,9 +22,10 @@ const backlogOf = (log: string[]): LaneBacklog => {
   const entries: Array<BacklogItem & { reason: string; body: string }> = [];
   let n = 0;
   return {
-    append: (b, reason) => {
-      entries.push({ id: `${++n}-0`, webhookId: b.webhookId, attempts: 1, reason, body: b.body });
-      log.push(`backlog ${b.webhookId} ${reason}${b.body.startsWith('{"k"') ? ` ${b.body}` : ''}`);
+    append: (b, body, reason) => {
+      const text = bodyText(body);
+      entries.push({ id: `${++n}-0`, webhookId: b.webhookId, attempts: 1, reason, body: text });
+      log.push(`backlog ${b.webhookId} ${reason}${text.startsWith('{"k"') ? ` ${text}` : ''}`);
       return of(1);
     },
     pending: () => of(entries.filter((e) => REDRIVABLE.has(e.reason)).sort(byStreamOrder)),
@@ -160,13 +163,13 @@ it('a run with a sender of its own (a thread that holds the bodies) gets every a
       begin: () => {
         const run = g.begin();
         // the lane's batches carry no body; the sender has it
-        const bare = (): Observable<Batch | null> => run.next().pipe(map((b) => (b === null ? null : { ...b, body: '' })));
+        const bare = (): Observable<Batch | null> => run.next().pipe(map((b) => (b === null ? null : { ...b, content: { kind: 'elsewhere' } as const })));
         return {
           ...run,
           next: bare,
           sender: {
-            post: (b) => (log.push(`thread ${b.webhookId} body '${b.body}'`), own(b)),
-            withBody: (b) => (log.push(`withBody ${b.webhookId}`), of({ ...b, body: `{"k":"${b.webhookId}"}` })),
+            post: (b) => (log.push(`thread ${b.webhookId} body '${b.content.kind === 'elsewhere' ? '' : bodyText(renderBody(DATAPOINTS, b))}'`), own(b)),
+            withBody: (b) => (log.push(`withBody ${b.webhookId}`), of({ ...b, content: storedContent(`{"k":"${b.webhookId}"}`) })),
           },
         };
       },

@@ -1,9 +1,12 @@
 import { map, NEVER, Observable, of, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { batches, toBatch, type Batch } from '../src/streams/read/batches';
-import { byStreamOrder, REDRIVABLE, type BacklogItem, type BacklogReason, type LaneBacklog } from '../src/streams/webhook/backlog';
+import type { LaneBacklog } from '../src/streams/webhook/backlog';
+import { byStreamOrder, REDRIVABLE, type BacklogItem, type BacklogReason } from '../src/streams/webhook/backlogEntry';
+import { bodyText, DATAPOINTS, renderBody } from '../src/streams/webhook/body';
 import type { PostBatch, WebhookResponse } from '../src/streams/webhook/answers';
-import { memoryDisabledMark, webhookLane, type DisabledMark, type LaneObserver, type LaneResult } from '../src/streams/webhook/lane';
+import { memoryDisabledMark, type DisabledMark } from '../src/streams/webhook/disabledMarks';
+import { webhookLane, type LaneObserver, type LaneResult } from '../src/streams/webhook/lane';
 import type { DecodedEntry, StreamEntry } from '../src/streams/read/entries';
 import { pushPipeline$, type PipelineEvent } from '../src/streams/read/pipeline';
 import { readUpdates$, wholeBatches, type ConsumerInfo, type ReaderOptions, type ReadChunk, type StreamPort } from '../src/streams/read/reader';
@@ -25,8 +28,8 @@ const memoryBacklog = (ts?: TestScheduler) => {
   const entries: Array<BacklogItem & { reason: BacklogReason; error: string; body: string; traces: string }> = [];
   const log: string[] = [];
   const backlog: LaneBacklog = {
-    append: (b, reason, error, attempts) => {
-      entries.push({ id: `${++next}-0`, webhookId: b.webhookId, attempts, reason, error, body: b.body, traces: '' });
+    append: (b, body, reason, error, attempts) => {
+      entries.push({ id: `${++next}-0`, webhookId: b.webhookId, attempts, reason, error, body: bodyText(body), traces: '' });
       log.push(`${b.ids.join('') || b.webhookId}:${reason}:${error}:${attempts}${ts ? `@${ts.now()}` : ''}`);
       return of(1);
     },
@@ -80,7 +83,8 @@ describe('batches (bufferTime)', () => {
   it('keys the batch by its first and last stream IDs and serialises the body once', () => {
     const b = batchOf('1-0', '1-1', '2-0');
     expect(b.webhookId).toBe('1-0_2-0');
-    expect(JSON.parse(b.body)).toEqual({ datapoints: [{ v: '1-0' }, { v: '1-1' }, { v: '2-0' }] });
+    expect(JSON.parse(bodyText(renderBody(DATAPOINTS, b)))).toEqual({ datapoints: [{ v: '1-0' }, { v: '1-1' }, { v: '2-0' }] });
+    expect(renderBody(DATAPOINTS, b)).toBe(renderBody(DATAPOINTS, b));
   });
 });
 
@@ -105,7 +109,7 @@ const scripted = (
     const n = (counts.get(batch.webhookId) ?? 0) + 1;
     counts.set(batch.webhookId, n);
     attempts.push({ batch: batch.ids.join(''), at: ts.now() });
-    bodies.push((JSON.parse(batch.body) as { datapoints: Array<{ v: string }> }).datapoints.map((p) => p.v).join(','));
+    bodies.push((JSON.parse(bodyText(renderBody(DATAPOINTS, batch))) as { datapoints: Array<{ v: string }> }).datapoints.map((p) => p.v).join(','));
     const a = answer(batch, n);
     if (a === 'hang') return NEVER;
     const body$ = a === 'error' ? ts.createColdObservable<WebhookResponse>(`${latency}ms #`, undefined, new Error('ECONNRESET')) : ts.createColdObservable<WebhookResponse>(`${latency}ms (r|)`, { r: a });
@@ -133,9 +137,9 @@ const lane = (ts: TestScheduler, post: PostBatch, over: LaneOver = {}, deadLette
     backoff: (n) => 100 * 2 ** (n - 1),
     backlog: backlog ?? {
       ...mem.backlog,
-      append: (b, reason, error, attempts) => {
+      append: (b, body, reason, error, attempts) => {
         deadLettered.push(`${b.ids.join('')}:${error}:${attempts}`);
-        return mem.backlog.append(b, reason, error, attempts);
+        return mem.backlog.append(b, body, reason, error, attempts);
       },
     },
     observer,
@@ -323,7 +327,7 @@ describe('webhook lane: circuit, probes and redrive (CONTRACT 4.4)', () => {
   it('redrives entries left by an earlier run in stream order, whatever order they were dead-lettered in; refused ones stay; new batches queue behind', () => {
     const ts = newScheduler();
     const mem = memoryBacklog(ts);
-    for (const [id, reason] of [['3-0', 'exhausted'], ['0-5', 'refused'], ['1-0', 'overflow'], ['2-0', 'circuit']] as const) mem.backlog.append(batchOf(id), reason, 'earlier', 1);
+    for (const [id, reason] of [['3-0', 'exhausted'], ['0-5', 'refused'], ['1-0', 'overflow'], ['2-0', 'circuit']] as const) mem.backlog.append(batchOf(id), renderBody(DATAPOINTS, batchOf(id)), reason, 'earlier', 1);
     ts.run(({ cold, expectObservable }) => {
       const hookA = scripted(ts, () => ok);
       const src = cold<Batch>('--a 27ms b|', { a: batchOf('4-0'), b: batchOf('5-0') });

@@ -6,6 +6,7 @@ import { redisStreamPort } from '../src/streams/read/redisStreamPort';
 import { readGroupHealth } from '../src/streams/read/groupHealth';
 import { makeLossTracker } from '../src/streams/read/lossTracker';
 import { compareIds } from '../src/streams/store/streamIds';
+import { decodeRange, decodeStreamId } from '../src/streams/store/replies';
 import { TestRedis } from './helpers/redis';
 
 let redis: TestRedis;
@@ -22,6 +23,17 @@ afterAll(async () => {
 beforeEach(() => client.flushall());
 
 describe('stream reply shapes under RESP2 (the protocol the connectors choose)', () => {
+  it('XADD and XRANGE as the backlog reads them: decoded, and anything else thrown rather than cast', async () => {
+    const id = decodeStreamId(await client.xadd('s', '*', 'a', '1', 'b', '2'));
+    expect(decodeRange(await client.xrange('s', '-', '+'))).toEqual([{ id, fields: ['a', '1', 'b', '2'] }]);
+    expect(decodeRange(await client.xrange('missing', '-', '+'))).toEqual([]);
+    expect(() => decodeStreamId(null)).toThrow('unexpected stream ID reply: null');
+    expect(() => decodeStreamId('OK')).toThrow('unexpected stream ID reply');
+    expect(() => decodeRange(null)).toThrow('unexpected XRANGE reply');
+    expect(() => decodeRange([['1-0', ['a']]])).toThrow('unexpected XRANGE entry');
+    expect(() => decodeRange([['1-0', null]])).toThrow('unexpected XRANGE entry');
+  });
+
   it('XREADGROUP: null on timeout, [[stream, [[id, fields]]]] otherwise, [id, null] for a pending entry trimmed away', async () => {
     await client.xgroup('CREATE', 'process:updates', 'g', '$', 'MKSTREAM');
     expect(decodeReadReply(await client.call('XREADGROUP', 'GROUP', 'g', 'c', 'BLOCK', 10, 'STREAMS', 'process:updates', '>'), 'process:updates')).toEqual([]);

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { makeMetrics } from '../src/telemetry/metrics';
-import { backlogBatch } from '../src/streams/webhook/backlog';
+import { backlogBatch } from '../src/streams/webhook/backlogEntry';
 import { toBatch } from '../src/streams/read/batches';
 import { makeSubscriptions, QUEUE_CAP } from '../src/streams/webhook/subscription';
 import { laneObserver, makeStatusBoard } from '../src/streams/webhook/status';
@@ -35,7 +35,7 @@ it('a redriven backlog entry: one observation per point it held, from its first 
   const at = 1_800_000_000_000;
   const { observer, values } = setup(at);
   const body = '{"datapoints":[{"v":1},{"v":2},{"v":3},{"v":4}]}';
-  observer.redriven(`${at - 120_000}-0_${at - 119_000}-3`, true, undefined, backlogBatch({ id: '9-0', webhookId: `${at - 120_000}-0_${at - 119_000}-3` }, body));
-  observer.redriven(`${at - 10_000}-0_${at - 10_000}-0`, false, 'HTTP 503', backlogBatch({ id: '9-1', webhookId: `${at - 10_000}-0_${at - 10_000}-0` }, body));
+  observer.redriven(`${at - 120_000}-0_${at - 119_000}-3`, true, undefined, backlogBatch({ id: '9-0', webhookId: `${at - 120_000}-0_${at - 119_000}-3`, body, contentType: 'application/json', traces: '' }));
+  observer.redriven(`${at - 10_000}-0_${at - 10_000}-0`, false, 'HTTP 503', backlogBatch({ id: '9-1', webhookId: `${at - 10_000}-0_${at - 10_000}-0`, body, contentType: 'application/json', traces: '' }));
   expect(await values()).toEqual({ count: 4, sum: 480, under1: 0, under5: 0 });
 });

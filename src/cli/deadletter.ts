@@ -1,16 +1,15 @@
 import * as E from 'fp-ts/Either';
 import type { Redis } from 'ioredis';
-import { firstValueFrom } from 'rxjs';
+import { lastValueFrom } from 'rxjs';
 import { safeUrl } from '../config/urls';
 import { deadLetterStream } from '../mapping/keys';
-import { backlogBatch, bodyPoints, readBacklog, type BacklogEntry } from '../streams/webhook/backlog';
-import { classifyError, classifyResponse } from '../streams/webhook/answers';
+import { readBacklog } from '../streams/webhook/backlog';
+import { backlogBatch, type BacklogEntry } from '../streams/webhook/backlogEntry';
+import { storedPoints } from '../streams/webhook/body';
+import type { ClientTracing } from '../streams/webhook/client';
 import { enableWebhook } from '../streams/webhook/disabledMarks';
-import { rateGate, type RateGate } from '../streams/webhook/rateGate';
 import type { DeliverySettings, Subscription } from '../streams/webhook/subscription';
-import { awaitTurn, storedSubscriptions } from './webhooks';
-import { webhookClient, type ClientTracing, type WebhookClient } from '../streams/webhook/client';
-import { VERSION } from '../version';
+import { operatorWebhook, storedSubscriptions, type OperatorWebhook } from './webhooks';
 import { operatorStartup, takeFlag, takeOption, usage, withRedis, type Io, type Outcome } from './common';
 import { HELP } from './help';
 import { withCliTracing } from './tracing';
@@ -25,7 +24,6 @@ export interface DeadletterDeps {
   readonly withRedis: <A>(fn: (r: Redis) => Promise<A>) => Promise<E.Either<string, A>>;
   /** The delivery settings of the startup parameters (a replayed request's time limit). */
   readonly delivery: DeliverySettings;
-  readonly now: () => number;
   /** CONTRACT 9: spans for the replayed requests, when tracing is on. */
   readonly tracing?: ClientTracing;
 }
@@ -50,7 +48,7 @@ export const parseTime = (t: string): number | undefined => {
 /** When the entry was dead-lettered: its stream ID's milliseconds. */
 const entryTime = (e: BacklogEntry): number => Number(e.id.split('-')[0]);
 
-const points = (e: BacklogEntry): number => bodyPoints(e.body);
+const points = (e: BacklogEntry): number => storedPoints(e.body);
 
 const matches = (a: DeadletterArgs) => (e: BacklogEntry): boolean =>
   (a.webhook === undefined || e.webhook === a.webhook) &&
@@ -85,19 +83,12 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
       return { code: 0 };
     }
     case 'replay': {
-      // one client per subscription, as the connector has
-      const clients = new Map<number, WebhookClient>();
-      const gates = new Map<number, RateGate>();
-      const waitTurn = async (s: Subscription) => {
-        if (s.settings.maxRequestsPerSecond === undefined) return;
-        let g = gates.get(s.index);
-        if (g === undefined) gates.set(s.index, (g = rateGate(s.settings.maxRequestsPerSecond)));
-        await awaitTurn(g);
-      };
-      const clientOf = (s: Subscription) => {
-        let c = clients.get(s.index);
-        if (c === undefined) clients.set(s.index, (c = webhookClient(s, `rest-connectors/${VERSION}`, Date.now, d.tracing)));
-        return c;
+      // one client and sending (rate cap) per subscription, as the connector has
+      const webhooks = new Map<number, OperatorWebhook>();
+      const webhookOf = (s: Subscription) => {
+        let w = webhooks.get(s.index);
+        if (w === undefined) webhooks.set(s.index, (w = operatorWebhook(s, { tracing: d.tracing })));
+        return w;
       };
       try {
         const got = await d.withRedis(async (r) => {
@@ -114,8 +105,7 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
             }
             // CONTRACT 4.4: once, without retries, to the webhook's current URL, whatever the circuit and the reason;
             // within the webhook's rate cap (4.5)
-            await waitTurn(s);
-            const result = await firstValueFrom(clientOf(s).post(backlogBatch(e, e.body, points(e), e.traces))).then((res) => classifyResponse(res, d.now()), classifyError);
+            const { r: result } = await lastValueFrom(webhookOf(s).sending.once$(backlogBatch(e)));
             if (result.ok) {
               await r.xdel(deadLetterStream(a.id), e.id);
               // CONTRACT 4.5: a webhook disabled by 410 Gone is enabled again by a replay that succeeds
@@ -135,7 +125,7 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
         d.out(`delivered ${got.right.delivered}, failed ${got.right.failed}`);
         return { code: got.right.failed > 0 ? 1 : 0 };
       } finally {
-        for (const c of clients.values()) c.close();
+        for (const w of webhooks.values()) w.client.close();
       }
     }
   }
@@ -169,7 +159,7 @@ export const deadletterCommand = async (args: string[], io: Io): Promise<Outcome
   const run = (tracing: ClientTracing | undefined) =>
     runDeadletter(
       { sub, id, json, ...(webhookRaw !== undefined ? { webhook: Number(webhookRaw) } : {}), ...times },
-      { out: io.out, withRedis, delivery: deliveryDefaults(startup.right.webhooks), now: Date.now, ...(tracing !== undefined ? { tracing } : {}) },
+      { out: io.out, withRedis, delivery: deliveryDefaults(startup.right.webhooks), ...(tracing !== undefined ? { tracing } : {}) },
     );
   // CONTRACT 9: a replayed request is traced as a redriven one is, when tracing is on
   return sub === 'replay' ? withCliTracing('deadletter replay', id, run) : run(undefined);

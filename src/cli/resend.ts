@@ -1,16 +1,15 @@
 import * as E from 'fp-ts/Either';
 import type { Redis } from 'ioredis';
-import { firstValueFrom } from 'rxjs';
+import { filter, lastValueFrom, map } from 'rxjs';
 import { UPDATES_STREAM } from '../mapping/keys';
-import { awaitTurn, storedSubscriptions } from './webhooks';
-import { classifyError, classifyResponse, exponentialBackoff } from '../streams/webhook/answers';
+import { operatorWebhook, storedSubscriptions } from './webhooks';
+import { exponentialBackoff } from '../streams/webhook/answers';
+import type { AttemptEvent } from '../streams/webhook/sending';
 import { toBatch, type Batch } from '../streams/read/batches';
 import { decodeEntries, decodeEntry, type DecodedEntry } from '../streams/read/entries';
 import { matches } from '../streams/webhook/filter';
-import { rateGate } from '../streams/webhook/rateGate';
 import type { DeliverySettings } from '../streams/webhook/subscription';
-import { webhookClient, type ClientTracing } from '../streams/webhook/client';
-import { VERSION } from '../version';
+import type { ClientTracing } from '../streams/webhook/client';
 import { onlySubcommand, operatorStartup, takeOption, usage, withRedis, type Io, type Outcome } from './common';
 import { parseTime } from './deadletter';
 import { withCliTracing } from './tracing';
@@ -48,12 +47,10 @@ const PAGE = 1000;
 /** A request of the resend: the points as the stream holds them, its own id and cause. */
 export const resendBatch = (entries: readonly DecodedEntry[]): Batch => {
   const b = toBatch(entries);
-  return { ...b, webhookId: `r-${b.webhookId}`, body: `${b.body.slice(0, -1)},"cause":"resend"}` };
+  return { ...b, webhookId: `r-${b.webhookId}`, cause: 'resend' };
 };
 
 export const runResend = async (a: ResendArgs, d: ResendDeps): Promise<{ code: number; message?: string }> => {
-  const now = d.now ?? Date.now;
-  const backoff = d.backoff ?? exponentialBackoff();
   const got = await d.withRedis(async (r) => {
     const subs = await storedSubscriptions(r, a.id, d.delivery);
     const s = subs[a.webhook];
@@ -61,28 +58,21 @@ export const runResend = async (a: ResendArgs, d: ResendDeps): Promise<{ code: n
     const [oldest] = decodeEntries(await r.xrange(UPDATES_STREAM, '-', '+', 'COUNT', 1));
     if (oldest === undefined) d.out('the stream holds no updates');
     else if (Number(oldest.id.split('-')[0]) > a.since) d.out(`the stream holds updates from ${new Date(Number(oldest.id.split('-')[0])).toISOString()} on`);
-    const client = webhookClient(s, `rest-connectors/${VERSION}`, now, d.tracing);
-    const gate = s.settings.maxRequestsPerSecond === undefined ? undefined : rateGate(s.settings.maxRequestsPerSecond);
+    // the lane's client, rate cap and retry policy (CONTRACT 4.6: each request tried up to MaxAttempts times)
+    const { client, sending } = operatorWebhook(s, { tracing: d.tracing, backoff: d.backoff ?? exponentialBackoff(), now: d.now ?? Date.now });
     let sent = 0;
     let requests = 0;
     let failed = 0;
     let undecodable = 0;
     const send = async (entries: readonly DecodedEntry[]) => {
       const batch = resendBatch(entries);
-      for (let attempt = 1; ; attempt++) {
-        await awaitTurn(gate);
-        const result = await firstValueFrom(client.post(batch)).then((res) => classifyResponse(res, now()), classifyError);
-        if (result.ok) {
-          sent += batch.size;
-          requests++;
-          return;
-        }
-        if (!result.retryable || attempt >= s.settings.maxAttempts) {
-          failed++;
-          d.out(`${batch.webhookId}: failed: ${result.reason}${result.retryable ? ` after ${attempt} attempts` : ''}`);
-          return;
-        }
-        await new Promise((res) => setTimeout(res, result.retryAfterMs ?? backoff(attempt)));
+      const end = await lastValueFrom(sending.attempts$(batch).pipe(filter((e): e is Extract<AttemptEvent, { kind: 'ended' }> => e.kind === 'ended'), map((e) => e.end)));
+      if (end.ok) {
+        sent += batch.size;
+        requests++;
+      } else {
+        failed++;
+        d.out(`${batch.webhookId}: failed: ${end.error}`);
       }
     };
     try {

@@ -3,8 +3,11 @@ import type { Redis } from 'ioredis';
 import { parseManagedSettings } from '../config/managed';
 import { loadWebhookFiles } from '../config/webhookFiles';
 import { configKey } from '../mapping/keys';
-import type { RateGate } from '../streams/webhook/rateGate';
+import { exponentialBackoff } from '../streams/webhook/answers';
+import { webhookClient, type ClientTracing, type WebhookClient } from '../streams/webhook/client';
+import { webhookSending, type Sending } from '../streams/webhook/sending';
 import { makeSubscriptions, type DeliverySettings, type Subscription } from '../streams/webhook/subscription';
+import { USER_AGENT } from '../version';
 
 /** What the operator commands that send to webhooks (`deadletter replay`, `webhooks resend`) share. */
 
@@ -23,8 +26,18 @@ export const storedSubscriptions = async (r: Redis, id: string, delivery: Delive
   return makeSubscriptions(webhooks, delivery, files.right);
 };
 
-/** Waits for the rate cap's turn (CONTRACT 4.5), when there is a cap. */
-export const awaitTurn = async (gate: RateGate | undefined): Promise<void> => {
-  if (gate === undefined) return;
-  for (let ms = gate.tryStart(Date.now()); ms > 0; ms = gate.tryStart(Date.now())) await new Promise((r) => setTimeout(r, ms));
+/**
+ * A webhook as an operator command sends to it: its own client (headers, signatures, TLS, OAuth 2.0)
+ * and its sending — request slots, rate cap and retry policy — made as the connector's lane makes them.
+ */
+export interface OperatorWebhook {
+  readonly client: WebhookClient;
+  readonly sending: Sending;
+}
+
+export const operatorWebhook = (
+  s: Subscription, o: { readonly tracing?: ClientTracing | undefined; readonly backoff?: (attempt: number) => number; readonly now?: () => number } = {},
+): OperatorWebhook => {
+  const client = webhookClient(s, USER_AGENT, o.now ?? Date.now, o.tracing);
+  return { client, sending: webhookSending({ settings: s.settings, post: client.post, backoff: o.backoff ?? exponentialBackoff() }) };
 };

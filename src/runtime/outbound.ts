@@ -15,7 +15,7 @@ import { redisStreamPort } from '../streams/read/redisStreamPort';
 import { deliveryDefaults, makeSubscriptions, type Subscription } from '../streams/webhook/subscription';
 import { deliveryTraces, webhookClient } from '../streams/webhook/client';
 import type { InterrogationEvent } from '../streams/interrogation/interrogation';
-import { VERSION } from '../version';
+import { USER_AGENT } from '../version';
 import { incrementalCollector } from './collector';
 import type { Background, ConnectorContext, ConnectorParts } from './connector';
 import { connectDatastore } from './datastore';
@@ -25,7 +25,6 @@ import { makeInterrogations, type Interrogations } from '../streams/interrogatio
 import { imageThread } from './interrogation/imageThread';
 
 const LOSS_CHECK_MS = 5000;
-const USER_AGENT = `rest-connectors/${VERSION}`;
 
 /** The push side, wired: per subscription a client, a backlog, an observer and a lane; then the reader and the pipeline. */
 const startPush = (ctx: ConnectorContext, subscriptions: readonly Subscription[], board: WebhookStatus[], interrogations: Interrogations): Background => {

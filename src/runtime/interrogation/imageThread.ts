@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 import { Observable } from 'rxjs';
 import type { PostBatch, WebhookResponse } from '../../streams/webhook/answers';
 import type { Batch } from '../../streams/read/batches';
-import type { ImageThread, InterrogationCause } from '../../streams/interrogation/interrogation';
+import type { ImageThread, InterrogationCause, TakenBody } from '../../streams/interrogation/interrogation';
 import type { ClientSubscription } from '../../streams/webhook/client';
 import type { DeliveryTrace } from '../../telemetry/tracing';
 
@@ -43,7 +43,8 @@ export type ThreadLogLevel = 'info' | 'warn' | 'error';
 
 export type FromThread =
   | { readonly t: 'points'; readonly size: number }
-  | { readonly t: 'body'; readonly webhookId: string; readonly body: string | null }
+  | { readonly t: 'body'; readonly webhookId: string; readonly body: null }
+  | { readonly t: 'body'; readonly webhookId: string; readonly body: string; readonly contentType: string }
   | { readonly t: 'end' }
   | { readonly t: 'error'; readonly error: string }
   | { readonly t: 'answer'; readonly id: number; readonly status: number; readonly retryAfter?: string }
@@ -77,7 +78,7 @@ interface Pending {
 export const imageThread = (init: ThreadInit, o: ImageThreadOptions): ImageThread => {
   const worker = new Worker(o.file ?? IMAGE_THREAD_FILE, { workerData: init, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_MB } });
   const reads: Array<{ resolve: (r: { size: number } | null) => void; reject: (e: Error) => void }> = [];
-  const takes = new Map<string, { resolve: (body: string) => void; reject: (e: Error) => void }>();
+  const takes = new Map<string, { resolve: (body: TakenBody) => void; reject: (e: Error) => void }>();
   const posts = new Map<number, Pending>();
   let seq = 0;
   let dead: Error | undefined;
@@ -104,7 +105,7 @@ export const imageThread = (init: ThreadInit, o: ImageThreadOptions): ImageThrea
       case 'body': {
         const t = takes.get(m.webhookId);
         takes.delete(m.webhookId);
-        return m.body === null ? t?.reject(new Error(`the body of ${m.webhookId} is gone`)) : t?.resolve(m.body);
+        return m.body === null ? t?.reject(new Error(`the body of ${m.webhookId} is gone`)) : t?.resolve({ body: m.body, contentType: m.contentType });
       }
       case 'end':
         return reads.shift()?.resolve(null);

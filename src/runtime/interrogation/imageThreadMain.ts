@@ -5,6 +5,7 @@ import { imageReader, sortInPlace, type ImageReader } from '../../streams/image/
 import { interrogationBatch } from '../../streams/interrogation/interrogation';
 import type { Batch } from '../../streams/read/batches';
 import { webhookClient } from '../../streams/webhook/client';
+import { bodyText, formatOf, renderBody, renderedNow } from '../../streams/webhook/body';
 import { bodyPool } from './bodyPool';
 import { incrementalCollector } from '../collector';
 import { connectDatastore, type DatastoreLog } from '../datastore';
@@ -24,6 +25,7 @@ const log: DatastoreLog = { info: logAs('info'), warn: logAs('warn'), error: log
 
 const store = connectDatastore(init.redis, init.retrySeconds, log, 'image-reader');
 const client = webhookClient(init.subscription, init.userAgent);
+const format = formatOf(init.subscription.webhook);
 /**
  * A full collection (incremental) every 200,000 keys scanned and once the scan is done: the arrays
  * the addresses outgrew. None while the requests are read and sent: with the values read as bytes
@@ -53,7 +55,8 @@ const next = async (): Promise<FromThread> => {
   }
   const points = await reader.next();
   if (points === null) return { t: 'end' };
-  const request = interrogationBatch(init.cause, init.p, ++k, points, bodies.alloc);
+  // its body made now, in the pool's memory: the points' buffers go, the body stays until it is answered 2xx or taken
+  const request = renderedNow(format, interrogationBatch(init.cause, init.p, ++k, points), bodies.alloc);
   requests.set(request.webhookId, request);
   return { t: 'points', size: points.length };
 };
@@ -86,7 +89,7 @@ port.on('message', (m: ToThread) => {
         next: (a) => {
           posts.delete(m.id);
           // delivered: the request is done (the lane never sends it again), its memory free for another
-          if (classifyResponse(a, Date.now()).ok && requests.delete(m.webhookId)) bodies.release(batch.bytes!);
+          if (classifyResponse(a, Date.now()).ok && requests.delete(m.webhookId)) bodies.release(renderBody(format, batch).bytes);
           reply(a.retryAfter === undefined ? { t: 'answer', id: m.id, status: a.status } : { t: 'answer', id: m.id, status: a.status, retryAfter: a.retryAfter });
         },
         error: (err: unknown) => {
@@ -101,9 +104,12 @@ port.on('message', (m: ToThread) => {
       posts.get(m.id)?.unsubscribe();
       posts.delete(m.id);
       return;
-    case 'take':
-      reply({ t: 'body', webhookId: m.webhookId, body: requests.get(m.webhookId)?.body ?? null });
+    case 'take': {
+      const batch = requests.get(m.webhookId);
+      const body = batch === undefined ? undefined : renderBody(format, batch);
+      reply(body === undefined ? { t: 'body', webhookId: m.webhookId, body: null } : { t: 'body', webhookId: m.webhookId, body: bodyText(body), contentType: body.contentType });
       requests.delete(m.webhookId);
       return;
+    }
   }
 });

@@ -39,6 +39,12 @@ export interface RunSender {
   withBody(batch: Batch): Observable<Batch>;
 }
 
+/** A request's body as its thread rendered it, taken for the backlog. */
+export interface TakenBody {
+  readonly body: string;
+  readonly contentType: string;
+}
+
 /**
  * What reads a run's image and sends its requests (CONTRACT 4.6): in the product, a thread of its
  * own with a connection of its own (`src/runtime/interrogation/imageThread.ts`).
@@ -52,7 +58,7 @@ export interface ImageThread {
   /** Sends request `batch.webhookId` from the thread; its spans (CONTRACT 9) are made here. */
   readonly post: PostBatch;
   /** The request's body, for the backlog; the thread lets go of it (it does once a request is answered 2xx). */
-  take(webhookId: string): Promise<string>;
+  take(webhookId: string): Promise<TakenBody>;
   /** Ends the thread: a scan, a read or requests under way are cut. */
   close(): void;
 }
@@ -70,50 +76,16 @@ export const interrogationId = (cause: InterrogationCause, p: string, k: number)
 
 const NONE: ReadonlySet<string> = new Set();
 
-const BODY_START = Buffer.from('{"datapoints":[');
-const BODY_END: Readonly<Record<InterrogationCause, Buffer>> = { interrogation: Buffer.from('],"cause":"interrogation"}'), periodic: Buffer.from('],"cause":"periodic"}') };
-const COMMA = 0x2c;
-
-/**
- * A request's body as bytes: the points as stored, and the cause (live batches carry none),
- * `{"datapoints":[…],"cause":"…"}` — copied once into one buffer, never made a string.
- */
-const interrogationBytes = (cause: InterrogationCause, points: readonly Uint8Array[], alloc: (length: number) => Buffer): Buffer => {
-  const end = BODY_END[cause];
-  let length = BODY_START.length + end.length + Math.max(0, points.length - 1);
-  for (const v of points) length += v.length;
-  const body = alloc(length);
-  let at = BODY_START.copy(body, 0);
-  for (let i = 0; i < points.length; i++) {
-    if (i > 0) body[at++] = COMMA;
-    body.set(points[i]!, at);
-    at += points[i]!.length;
-  }
-  end.copy(body, at);
-  return body;
+/** Request `k` of a run, of `size` points, as the lane holds it: its body stays on the run's thread, which sends it. */
+export const interrogationRequest = (cause: InterrogationCause, p: string, k: number, size: number): Batch => {
+  const webhookId = interrogationId(cause, p, k);
+  return { webhookId, first: webhookId, ids: [], content: { kind: 'elsewhere' }, cause, size, recorded: true, done: NONE };
 };
 
-/** Request `k` of a run with this body and `size` points (the lane's copy of a thread's request has the body '': it stays on the thread). */
-export const interrogationRequest = (cause: InterrogationCause, p: string, k: number, body: string, size: number): Batch => {
+/** Request `k` of a run, of these points (each a stored JSON object's UTF-8 bytes), as the run's thread makes it. */
+export const interrogationBatch = (cause: InterrogationCause, p: string, k: number, points: readonly Uint8Array[]): Batch => {
   const webhookId = interrogationId(cause, p, k);
-  return { webhookId, first: webhookId, ids: [], body, size, recorded: true, done: NONE };
-};
-
-/**
- * Request `k` of a run, of these points (each a stored JSON object's UTF-8 bytes): its body is
- * bytes (in memory from `alloc`: see `src/runtime/bodyPool.ts`), its text made only when asked for.
- */
-export const interrogationBatch = (
-  cause: InterrogationCause, p: string, k: number, points: readonly Uint8Array[], alloc: (length: number) => Buffer = Buffer.allocUnsafe,
-): Batch => {
-  const bytes = interrogationBytes(cause, points, alloc);
-  const webhookId = interrogationId(cause, p, k);
-  return {
-    webhookId, first: webhookId, ids: [], bytes, size: points.length, recorded: true, done: NONE,
-    get body() {
-      return bytes.toString('utf8');
-    },
-  };
+  return { webhookId, first: webhookId, ids: [], content: { kind: 'points', points }, cause, size: points.length, recorded: true, done: NONE };
 };
 
 /**

@@ -4,6 +4,7 @@ import { safeUrl } from '../../config/urls';
 import { interrogatedKey, interrogationLockKey, periodicKey, UPDATES_STREAM } from '../../mapping/keys';
 import { interrogationRequest, type ImageThread, type Interrogation, type InterrogationCause, type InterrogationEvent, type InterrogationRun } from './interrogation';
 import type { Subscription } from '../webhook/subscription';
+import { storedContent } from '../webhook/body';
 
 /**
  * CONTRACT 4.6, the edge of interrogations: when each one is asked for (`initialState` at start,
@@ -102,12 +103,12 @@ const imageInterrogation = (d: InterrogationDeps, threads: Set<ImageThread>, s: 
           // load, when it was every 50 requests: peak RSS growth beyond the load's 28 MB with it, 45 MB without)
           if (++k % COLLECT_EVERY_REQUESTS === 0) d.collect?.();
           // the body stays on the thread: see `RunSender`
-          return interrogationRequest(cause, p, k, '', next.size);
+          return interrogationRequest(cause, p, k, next.size);
         }),
       // requests exist only once the thread does
       sender: {
         post: (batch) => defer(() => thread!.post(batch)),
-        withBody: (batch) => defer(() => thread!.take(batch.webhookId)).pipe(map((body) => ({ ...batch, body }))),
+        withBody: (batch) => defer(() => thread!.take(batch.webhookId)).pipe(map((t) => ({ ...batch, content: storedContent(t.body, t.contentType) }))),
       },
       completed: () =>
         defer(async () => {

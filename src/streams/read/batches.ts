@@ -3,6 +3,24 @@ import type { DecodedEntry } from './entries';
 import type { BatchRecord } from './deliveryState';
 import type { EntryTrace } from '../../telemetry/tracing';
 
+/** Why a request was sent, when not as a live batch (CONTRACT 4.6). */
+export type Cause = 'interrogation' | 'periodic' | 'resend';
+
+/**
+ * What a batch holds to send. Its body is rendered from this for each webhook's format, once per
+ * batch and format, by `src/streams/webhook/body.ts`: nothing else builds or reads a body.
+ */
+export type Content =
+  /** Data points as stored JSON objects: their text (a live batch, a part, a resend), or their UTF-8 bytes (an interrogation's request, read as bytes). */
+  | { readonly kind: 'points'; readonly points: readonly string[] | readonly Uint8Array[] }
+  /**
+   * A body rendered before: as a backlog entry stores it (CONTRACT 4.4), or as the interrogation
+   * thread made it ahead of its request; sent again as it is.
+   */
+  | { readonly kind: 'stored'; readonly body: string | Buffer; readonly contentType: string }
+  /** An interrogation's request whose body stays on its thread, which sends it (`RunSender`). */
+  | { readonly kind: 'elsewhere' };
+
 export interface Batch {
   /** `{first}_{last}` stream IDs: the same on every retry, for every webhook, and after a restart. */
   readonly webhookId: string;
@@ -10,13 +28,11 @@ export interface Batch {
   readonly first: string;
   /** The entries to acknowledge once every webhook has the batch. */
   readonly ids: readonly string[];
-  /** The request body, serialised once for every webhook. */
-  readonly body: string;
-  /**
-   * The body's UTF-8 bytes, when it was made as bytes (an interrogation's request,
-   * `interrogationBatch`): what is sent and signed; `body` is their text, made when asked for.
-   */
-  readonly bytes?: Buffer;
+  /** What it sends. */
+  readonly content: Content;
+  /** Why it is sent, when not as a live batch: an interrogation's or a resend's request. */
+  readonly cause?: Cause;
+  /** Data points it holds. */
   readonly size: number;
   /** A re-formed batch: false, it is recorded already; and which webhooks have it (keys). */
   readonly recorded: boolean;
@@ -41,7 +57,7 @@ export const toBatch = (entries: readonly DecodedEntry[], record?: Pick<BatchRec
     webhookId: record !== undefined ? `${record.first}_${record.last}` : `${entries[0]!.id}_${entries[entries.length - 1]!.id}`,
     first: record?.first ?? entries[0]!.id,
     ids: entries.map((e) => e.id),
-    body: `{"datapoints":[${entries.map((e) => e.json).join(',')}]}`,
+    content: { kind: 'points', points: entries.map((e) => e.json) },
     size: entries.length,
     recorded: record !== undefined,
     done: record?.done ?? NONE,

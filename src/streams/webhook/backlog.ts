@@ -1,19 +1,17 @@
 import type { Redis } from 'ioredis';
-import { defer, type Observable } from 'rxjs';
+import { catchError, defer, map, mergeMap, type Observable, of } from 'rxjs';
 import { safeUrl } from '../../config/urls';
 import { deadLetterStream, redriveLeaseKey } from '../../mapping/keys';
 import type { Batch } from '../read/batches';
-import { flatRecord } from '../store/replies';
-import { compareIds } from '../store/streamIds';
 import { persist } from '../store/persist';
-import type { EntryTrace } from '../../telemetry/tracing';
+import { decodeRange, decodeStreamId, flatRecord, numberOrNull } from '../store/replies';
+import { compareIds } from '../store/streamIds';
+import { bodyText, JSON_CONTENT_TYPE, type Body } from './body';
+import { byStreamOrder, decodeBacklogEntry, encodeTraces, REDRIVABLE, type BacklogEntry, type BacklogItem, type BacklogReason } from './backlogEntry';
 
 /**
- * A webhook's backlog (CONTRACT 4.4): its dead-lettered batches, kept in the dead-letter stream
- * `connectors:{ID}:deadletter`, one entry per batch and webhook, with fields `webhook` (index),
- * `url` (without user information or query), `webhookId`, `error`, `attempts`, `body`, `reason`,
- * and `traces` when the batch's entries carried trace contexts (CONTRACT 9: a redriven or replayed
- * request links to them as the first attempt did): `{entry id} {traceparent}` pairs, space-separated.
+ * A webhook's backlog in Redis (CONTRACT 4.4): its dead-lettered batches in the dead-letter stream
+ * `connectors:{ID}:deadletter` (an entry's fields: `backlogEntry.ts`), and the lane's port to it.
  *
  * Invariants:
  * 1. A batch counts as "in the backlog" (and may be acknowledged) only once its entry is written.
@@ -23,126 +21,40 @@ import type { EntryTrace } from '../../telemetry/tracing';
  *    `circuit` and `disabled` ones, are redriven automatically; `refused` ones wait for an operator.
  * 4. One replica at a time redrives (and probes) a webhook: a lease in Redis.
  * 5. An entry of the webhook (its index and current URL, whatever its reason, `refused` included)
- *    trimmed by the cap before it was delivered is reported once as dropped.
+ *    trimmed by the cap before it was delivered is reported once as dropped: found by the next
+ *    scan, or at once when this replica's own append trimmed it (the stream was at its cap).
  * 6. `size()` counts every entry of the webhook's backlog this replica knows of (any reason): the
  *    ones it wrote, and the ones its scans found, less the ones it removed or found gone.
+ * 7. An entry redriven and failed again is written anew (its `attempts` and `error` grown; a stream
+ *    entry cannot be changed) before the old one is deleted, each write retried until it lands: it
+ *    stays known, and redriven, whatever Redis refuses meanwhile (out of memory). A crash between the
+ *    two leaves it twice, under one `webhook-id` (a receiver keeps one).
  */
-export type BacklogReason = 'exhausted' | 'overflow' | 'circuit' | 'refused' | 'disabled';
+export type { BacklogEntry, BacklogItem, BacklogReason } from './backlogEntry';
 
-export const REDRIVABLE: ReadonlySet<string> = new Set<BacklogReason>(['exhausted', 'overflow', 'circuit', 'disabled']);
+/** A stored body as the redrive sends it again: its text, content type (absent: JSON) and trace contexts. */
+export type StoredBody = Pick<BacklogEntry, 'body' | 'traces'> & { readonly contentType?: string };
 
-/** One backlog entry as the redrive knows it (the body is fetched when it is sent). */
-export interface BacklogItem {
-  /** The entry's ID in the dead-letter stream. */
-  readonly id: string;
-  readonly webhookId: string;
-  readonly attempts: number;
+/** What a webhook's lane does with its backlog (one live implementation; marble tests pass fakes). */
+export interface LaneBacklog {
+  /** Appends the batch with the body it was (or would have been) sent with; completes once written (retrying while the data store is away). */
+  append(batch: Batch, body: Body, reason: BacklogReason, error: string, attempts: number): Observable<unknown>;
+  /** The webhook's redrivable entries, oldest first (read from the data store each time). */
+  pending(): Observable<readonly BacklogItem[]>;
+  /** The entry's stored body, or null when it is gone (delivered by a replica, replayed, purged or trimmed). */
+  fetch(item: BacklogItem): Observable<StoredBody | null>;
+  /** Delivered: deleted from the backlog. */
+  remove(item: BacklogItem): Observable<unknown>;
+  /** Failed again: it stays, its `attempts` and `error` updated (invariant 7). */
+  failedAgain(item: BacklogItem, error: string, attempts: number): Observable<unknown>;
+  /** Takes or renews this replica's lease on redriving the webhook; false while another holds it. */
+  lease(): Observable<boolean>;
 }
 
 /** A backlog entry as the live backlog tracks it: with its reason, so that only some are redriven. */
 interface Known extends BacklogItem {
   readonly redrivable: boolean;
 }
-
-export interface BacklogEntry extends BacklogItem {
-  readonly webhook: number | null;
-  readonly url: string;
-  readonly error: string;
-  readonly reason: string;
-  readonly body: string;
-  /** The batch's trace contexts, as stored (`traces`); empty when it has none. */
-  readonly traces: string;
-}
-
-/** What a webhook's lane does with its backlog (one live implementation; marble tests pass fakes). */
-export interface LaneBacklog {
-  /** Appends the batch; completes once written (retrying while the data store is away). */
-  append(batch: Batch, reason: BacklogReason, error: string, attempts: number): Observable<unknown>;
-  /** The webhook's redrivable entries, oldest first (read from the data store each time). */
-  pending(): Observable<readonly BacklogItem[]>;
-  /** The entry's body, or null when it is gone (delivered by a replica, replayed, purged or trimmed). */
-  fetch(item: BacklogItem): Observable<Pick<BacklogEntry, 'body' | 'traces'> | null>;
-  /** Delivered: deleted from the backlog. */
-  remove(item: BacklogItem): Observable<unknown>;
-  /** Failed again: it stays, its `attempts` and `error` updated. */
-  failedAgain(item: BacklogItem, error: string, attempts: number): Observable<unknown>;
-  /** Takes or renews this replica's lease on redriving the webhook; false while another holds it. */
-  lease(): Observable<boolean>;
-}
-
-
-/**
- * A backlog entry as a batch to send again: its original webhook-id and body (CONTRACT 4.4). The
- * one way from an entry to a batch, for the lane's redrive and the operator's replay alike; it is
- * recorded already and goes to its own webhook only.
- */
-export const backlogBatch = (item: Pick<BacklogItem, 'id' | 'webhookId'>, body: string, size = 0, traces = ''): Batch => {
-  const batch: Batch = { webhookId: item.webhookId, first: firstOf(item.webhookId) || item.id, ids: [], body, size, recorded: true, done: new Set() };
-  return traces === '' ? batch : { ...batch, traces: decodeTraces(traces) };
-};
-
-/** How many data points a stored body holds (0 when it is not a body of ours). */
-export const bodyPoints = (body: string): number => {
-  try {
-    const points = (JSON.parse(body) as { datapoints?: unknown }).datapoints;
-    return Array.isArray(points) ? points.length : 0;
-  } catch {
-    return 0;
-  }
-};
-
-/** `traces` as stored: `{id} {traceparent}` pairs, space-separated. */
-export const encodeTraces = (traces: readonly EntryTrace[]): string => traces.map((t) => `${t.id} ${t.traceparent}`).join(' ');
-
-const decodeTraces = (text: string): EntryTrace[] => {
-  const words = text.split(' ');
-  const out: EntryTrace[] = [];
-  for (let i = 0; i + 1 < words.length; i += 2) out.push({ id: words[i]!, traceparent: words[i + 1]! });
-  return out;
-};
-
-/** The webhook-id's first stream ID: the batch's place in stream order. */
-const firstOf = (webhookId: string): string => webhookId.split('_')[0] ?? '0-0';
-const isStreamId = (s: string): boolean => /^[0-9]+-[0-9]+$/.test(s);
-
-/** A dead-letter entry's flat field list as an entry; total (any field may be missing). */
-export const decodeBacklogEntry = (id: string, fields: readonly string[]): BacklogEntry => {
-  const f = flatRecord(fields as unknown[]);
-  const webhook = f.webhook === undefined || !/^[0-9]+$/.test(String(f.webhook)) ? null : Number(f.webhook);
-  return {
-    id,
-    webhook,
-    url: String(f.url ?? ''),
-    webhookId: String(f.webhookId ?? ''),
-    error: String(f.error ?? ''),
-    attempts: Number(f.attempts ?? 0) || 0,
-    reason: String(f.reason ?? 'exhausted'),
-    body: String(f.body ?? ''),
-    traces: String(f.traces ?? ''),
-  };
-};
-
-const INTERROGATION_ID = /^[gp]i-([0-9]+-[0-9]+)-([0-9]+)$/;
-
-/**
- * A batch's place in stream order: its first stream ID; an interrogation's request (CONTRACT 4.6,
- * `gi-{P}-{k}`) sits just after the batches that begin at or before its `P` (the image holds their
- * effect), in `k` order.
- */
-const placeOf = (webhookId: string): readonly [string, number, number] | undefined => {
-  const m = INTERROGATION_ID.exec(webhookId);
-  if (m !== null) return [m[1]!, 1, Number(m[2])];
-  const first = firstOf(webhookId);
-  return isStreamId(first) ? [first, 0, 0] : undefined;
-};
-
-/** Oldest first, by the batch's place in stream order (invariant 2); entries without one last. */
-export const byStreamOrder = (a: BacklogItem, b: BacklogItem): number => {
-  const pa = placeOf(a.webhookId);
-  const pb = placeOf(b.webhookId);
-  if (pa === undefined || pb === undefined) return pa !== undefined ? -1 : pb !== undefined ? 1 : compareIds(a.id, b.id);
-  return compareIds(pa[0], pb[0]) || pa[1] - pb[1] || pa[2] - pb[2] || compareIds(a.id, b.id);
-};
 
 export interface RedisBacklogOptions {
   readonly redis: Redis;
@@ -160,11 +72,11 @@ export interface RedisBacklogOptions {
 }
 
 /**
- * The live backlog of one webhook. It keeps the webhook's redrivable entries it has seen (IDs and
- * webhook-ids only, never bodies) and reads the stream from where it stopped on every `pending()`:
- * a scan costs what was appended since the last one. An entry that disappeared below the stream's
- * first ID was trimmed by the cap (invariant 5); one that disappeared above it was delivered by a
- * replica, replayed or purged.
+ * The live backlog of one webhook. It keeps the webhook's entries it has seen (IDs and webhook-ids
+ * only, never bodies) and reads the stream from where it stopped on every `pending()`: a scan costs
+ * what was appended since the last one. An entry that disappeared below the stream's first ID was
+ * trimmed by the cap (invariant 5); one that disappeared above it was delivered by a replica,
+ * replayed or purged.
  */
 export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly size: () => number } => {
   const stream = deadLetterStream(o.connectorId);
@@ -173,11 +85,15 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
   const persistHere = <A>(write: () => Promise<A>) => persist(o.retryMs, write, o.onWriteError);
   const known = new Map<string, Known>();
   /**
-   * IDs this replica removed (delivered, or re-appended) that a scan under way may still read:
+   * IDs this replica removed (delivered, or written anew) that a scan under way may still read:
    * never added again. Forgotten once a scan's cursor has passed them (no later scan reads them).
    */
   const removed = new Set<string>();
   let cursor = '-';
+  /** The stream's length at the last reading, plus this replica's appends since: near the cap, an append looks for what it trimmed. */
+  let length = 0;
+  /** The stream's first ID at the last reading: known entries below it were trimmed. */
+  let head: string | null = null;
   const mine = (e: BacklogEntry) => e.webhook === o.index && e.url === url;
   const track = (id: string, webhookId: string, attempts: number, reason: string) => {
     if (!removed.has(id)) known.set(id, { id, webhookId, attempts, redrivable: REDRIVABLE.has(reason) });
@@ -186,26 +102,37 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
     known.delete(id);
     removed.add(id);
   };
-  const fields = (webhookId: string, error: string, attempts: number, body: string, reason: string, traces: string): string[] => [
-    'webhook', String(o.index), 'url', url, 'webhookId', webhookId, 'error', error, 'attempts', String(attempts), 'body', body, 'reason', reason,
-    ...(traces === '' ? [] : ['traces', traces]),
+  const fields = (e: Pick<BacklogEntry, 'webhookId' | 'error' | 'attempts' | 'reason' | 'contentType' | 'traces'>, body: string | Buffer): Array<string | Buffer> => [
+    'webhook', String(o.index), 'url', url, 'webhookId', e.webhookId, 'error', e.error, 'attempts', String(e.attempts), 'body', body, 'reason', e.reason,
+    // absent for JSON (CONTRACT 4.7: a missing one means application/json), as every entry before formats
+    ...(e.contentType === JSON_CONTENT_TYPE ? [] : ['contentType', e.contentType]),
+    ...(e.traces === '' ? [] : ['traces', e.traces]),
   ];
-  const xadd = (batch: Pick<Batch, 'webhookId' | 'body' | 'traces'>, reason: string, error: string, attempts: number) =>
-    o.redis.xadd(stream, 'MAXLEN', '~', String(o.maxLength), '*', ...fields(batch.webhookId, error, attempts, batch.body, reason, encodeTraces(batch.traces ?? [])));
-  const firstId = async (): Promise<string | null> => {
-    const first = flatRecord(await o.redis.call('XINFO', 'STREAM', stream).catch(() => []))['first-entry'];
-    return Array.isArray(first) ? String(first[0]) : null;
+  const xadd = async (f: Array<string | Buffer>): Promise<string> => decodeStreamId(await o.redis.xadd(stream, 'MAXLEN', '~', String(o.maxLength), '*', ...f));
+  /** The entry as stored, or null when it is gone. */
+  const read = async (id: string): Promise<BacklogEntry | null> => {
+    const [entry] = decodeRange(await o.redis.xrange(stream, id, id));
+    return entry === undefined ? null : decodeBacklogEntry(id, entry.fields);
   };
-  /**
-   * An entry found missing: trimmed by the cap when it lies before the stream's first entry (the
-   * cap trims from the head and never empties the stream); else delivered by a replica, replayed
-   * or purged by an operator.
-   */
+  /** The stream's first ID and length (XINFO STREAM; a missing stream has neither). */
+  const readHead = async (): Promise<string | null> => {
+    // no stream, no head (every entry is gone); any other failure is thrown, never taken for that
+    const info = flatRecord(await o.redis.call('XINFO', 'STREAM', stream).catch((err: Error) => (/no such key/i.test(err.message) ? [] : Promise.reject(err))));
+    const first = info['first-entry'];
+    length = numberOrNull(info.length) ?? 0;
+    head = Array.isArray(first) ? String(first[0]) : null;
+    return head;
+  };
+  /** An entry found missing: trimmed by the cap when it lies before the stream's first entry (the cap trims from the head and never empties the stream); else delivered by a replica, replayed or purged by an operator. */
   const gone = async (item: BacklogItem, first?: string | null): Promise<boolean> => {
     if (!known.delete(item.id)) return false;
-    const head = first === undefined ? await firstId() : first;
-    if (head !== null && compareIds(item.id, head) < 0) o.onDropped(item);
+    const h = first === undefined ? await readHead() : first;
+    if (h !== null && compareIds(item.id, h) < 0) o.onDropped(item);
     return true;
+  };
+  /** Every known entry below the stream's first ID was trimmed (invariant 5). */
+  const trimmed = async (first: string | null): Promise<void> => {
+    for (const item of [...known.values()]) if (first === null || compareIds(item.id, first) < 0) await gone(item, first);
   };
   /**
    * Reads what was appended since the last scan and reports what the cap trimmed. One at a time:
@@ -215,35 +142,43 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
   const scan = (): Promise<void> =>
     (scanning ??= (async () => {
       for (;;) {
-        const page = (await o.redis.xrange(stream, cursor === '-' ? '-' : `(${cursor}`, '+', 'COUNT', 500)) as Array<[string, string[]]>;
-        for (const [id, fields] of page) {
-          const e = decodeBacklogEntry(id, fields);
+        const page = decodeRange(await o.redis.xrange(stream, cursor === '-' ? '-' : `(${cursor}`, '+', 'COUNT', 500));
+        for (const { id, fields: f } of page) {
+          const e = decodeBacklogEntry(id, f);
           if (mine(e)) track(id, e.webhookId, e.attempts, e.reason);
         }
-        if (page.length > 0) cursor = page[page.length - 1]![0];
+        if (page.length > 0) cursor = page[page.length - 1]!.id;
         if (page.length < 500) break;
       }
       for (const id of removed) if (cursor !== '-' && compareIds(id, cursor) <= 0) removed.delete(id);
-      const head = await firstId();
-      for (const item of [...known.values()]) if (head === null || compareIds(item.id, head) < 0) await gone(item, head);
+      await trimmed(await readHead());
     })().finally(() => (scanning = undefined)));
   const redrivable = (): BacklogItem[] =>
     [...known.values()].filter((k) => k.redrivable).map(({ id, webhookId, attempts }) => ({ id, webhookId, attempts })).sort(byStreamOrder);
   return {
     size: () => known.size,
-    append: (batch, reason, error, attempts) =>
+    append: (batch, body, reason, error, attempts) =>
       persistHere(async () => {
-        const id = await xadd(batch, reason, error, attempts);
-        // known from the moment it is written: if the cap trims it before it is delivered, a scan reports it
-        if (id !== null) track(id, batch.webhookId, attempts, reason);
+        const id = await xadd(fields({ webhookId: batch.webhookId, error, attempts, reason, contentType: body.contentType, traces: encodeTraces(batch.traces ?? []) }, body.bytes));
+        // known from the moment it is written: if the cap trims it before it is delivered, it is reported
+        track(id, batch.webhookId, attempts, reason);
+        length++;
         return id;
-      }),
+      }).pipe(
+        // at the cap this append may have trimmed entries: what it took is reported now, not at the next
+        // scan (a failed look is left to that scan)
+        mergeMap((id) => (length < o.maxLength ? of(id) : defer(async () => {
+          const before = head;
+          const first = await readHead();
+          if (first !== before) await trimmed(first);
+        }).pipe(catchError(() => of(null)), map(() => id)))),
+      ),
     pending: () => defer(async () => (await scan(), redrivable())),
     fetch: (item) =>
       defer(async () => {
-        const [entry] = (await o.redis.xrange(stream, item.id, item.id)) as Array<[string, string[]]>;
-        if (entry === undefined) await gone(item);
-        return entry === undefined ? null : decodeBacklogEntry(item.id, entry[1]);
+        const entry = await read(item.id);
+        if (entry === null) await gone(item);
+        return entry;
       }),
     remove: (item) =>
       persistHere(async () => {
@@ -251,20 +186,20 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
         forget(item.id);
       }),
     failedAgain: (item, error, attempts) =>
-      persistHere(async () => {
-        const [entry] = (await o.redis.xrange(stream, item.id, item.id)) as Array<[string, string[]]>;
-        if (entry === undefined) return gone(item);
-        const e = decodeBacklogEntry(item.id, entry[1]);
-        // re-appended with the grown count (a stream entry cannot be changed); its place in the
-        // redrive order is its batch's, not its entry's
-        const replies = await o.redis.multi().xdel(stream, item.id).xadd(
-          stream, 'MAXLEN', '~', String(o.maxLength), '*', ...fields(e.webhookId, error, attempts, e.body, e.reason, e.traces),
-        ).exec();
-        const newId = replies?.[1]?.[1];
-        forget(item.id);
-        if (typeof newId === 'string') track(newId, e.webhookId, attempts, e.reason);
-        return true;
-      }),
+      persistHere(() => read(item.id)).pipe(
+        mergeMap((e) => {
+          if (e === null) return defer(() => gone(item));
+          // invariant 7: written anew first (retried, say, while Redis is out of memory: the entry stays
+          // known and in the stream meanwhile), then the old one deleted
+          return persistHere(() => xadd(fields({ ...e, error, attempts }, e.body))).pipe(
+            mergeMap((newId) => {
+              track(newId, e.webhookId, attempts, e.reason);
+              return persistHere(() => o.redis.xdel(stream, item.id));
+            }),
+            map(() => forget(item.id)),
+          );
+        }),
+      ),
     lease: () =>
       defer(async () => {
         const taken = await o.redis.set(leaseKey, o.consumer, 'PX', o.leaseMs, 'NX');
@@ -281,9 +216,9 @@ export const readBacklog = async (redis: Redis, connectorId: string, from = '-')
   const out: BacklogEntry[] = [];
   let start = from;
   for (;;) {
-    const page = (await redis.xrange(deadLetterStream(connectorId), start, '+', 'COUNT', 1000)) as Array<[string, string[]]>;
-    for (const [id, fields] of page) out.push(decodeBacklogEntry(id, fields));
+    const page = decodeRange(await redis.xrange(deadLetterStream(connectorId), start, '+', 'COUNT', 1000));
+    for (const { id, fields } of page) out.push(decodeBacklogEntry(id, fields));
     if (page.length < 1000) return out;
-    start = `(${page[page.length - 1]![0]}`;
+    start = `(${page[page.length - 1]!.id}`;
   }
 };

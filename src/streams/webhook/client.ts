@@ -9,7 +9,7 @@ import type { Batch } from '../read/batches';
 import type { PostBatch, WebhookResponse } from './answers';
 import { oauth2Tokens } from './oauth2';
 import type { Subscription } from './subscription';
-import { bodyPoints } from './backlog';
+import { formatOf, renderBody, type Body } from './body';
 import { safeUrl } from '../../config/urls';
 import type { DeliveryTrace, Tracing } from '../../telemetry/tracing';
 
@@ -24,23 +24,14 @@ export const signatureKey = (secret: string): Buffer =>
 export const sign = (secret: string, webhookId: string, timestamp: number, body: string | Uint8Array): string =>
   `v1,${createHmac('sha256', signatureKey(secret)).update(`${webhookId}.${timestamp}.`).update(body).digest('base64')}`;
 
-/** A batch goes to every webhook as the same object: its body is encoded once, not per request. */
-const encoded = new WeakMap<Batch, Buffer>();
-const bytesOf = (batch: Batch): Buffer => {
-  if (batch.bytes !== undefined) return batch.bytes;
-  let bytes = encoded.get(batch);
-  if (bytes === undefined) encoded.set(batch, (bytes = Buffer.from(batch.body, 'utf8')));
-  return bytes;
-};
-
 /** The headers of a request; the signature is over the bytes sent (the HMAC of the text's UTF-8, as CONTRACT 6.4 says). */
-export const requestHeaders = (webhook: Webhook, batch: Batch, timestamp: number, userAgent: string): Record<string, string> => ({
+export const requestHeaders = (webhook: Webhook, batch: Batch, body: Body, timestamp: number, userAgent: string): Record<string, string> => ({
   ...webhook.headers,
-  'Content-Type': 'application/json',
+  'Content-Type': body.contentType,
   'User-Agent': userAgent,
   'webhook-id': batch.webhookId,
   'webhook-timestamp': String(timestamp),
-  ...(webhook.secrets.length > 0 ? { 'webhook-signature': webhook.secrets.map((s) => sign(s, batch.webhookId, timestamp, bytesOf(batch))).join(' ') } : {}),
+  ...(webhook.secrets.length > 0 ? { 'webhook-signature': webhook.secrets.map((s) => sign(s, batch.webhookId, timestamp, body.bytes)).join(' ') } : {}),
 });
 
 /** How much of a receiver's answer body is read (and thrown away) before the connection is cut. */
@@ -62,9 +53,21 @@ export interface ClientTracing {
   readonly group: string;
 }
 
+/** The `process process:updates` span of one request (CONTRACT 9), linked to its entries' contexts; none without tracing. */
+export const deliveryTraces = (sub: Pick<Subscription, 'index' | 'webhook'>, traced: ClientTracing | undefined): ((batch: Batch) => DeliveryTrace | undefined) => {
+  if (traced === undefined) return () => undefined;
+  const spanUrl = safeUrl(sub.webhook.url);
+  return (batch) => traced.tracing.delivery({
+    webhook: sub.index, url: spanUrl, webhookId: batch.webhookId, group: traced.group,
+    points: batch.size, entries: batch.traces ?? [],
+  });
+};
+
+export type ClientSubscription = Pick<Subscription, 'index' | 'webhook' | 'settings' | 'files'>;
+
 /**
  * A subscription's own client (CONTRACT 4.2, 6.5): axios on keep-alive agents of its own (a
- * webhook's connections, and later its TLS settings, are its own), one request per attempt.
+ * webhook's connections and TLS settings are its own), one request per attempt.
  * `timeoutMs` bounds the whole attempt — connecting, the answer's headers and its body — so a
  * receiver that dribbles bytes cannot hold a request slot for ever. The answer body is streamed,
  * never buffered: a small one is read to its end and thrown away (the connection is then reused);
@@ -72,20 +75,9 @@ export interface ClientTracing {
  * counts. Aborted when the subscriber unsubscribes (graceful-stop deadline). Any HTTP status is an
  * answer (the lane classifies it); redirects are not followed, so a 3xx is an answer too.
  */
-/** The `process process:updates` span of one request (CONTRACT 9), linked to its entries' contexts; none without tracing. */
-export const deliveryTraces = (sub: Pick<Subscription, 'index' | 'webhook'>, traced: ClientTracing | undefined): ((batch: Batch) => DeliveryTrace | undefined) => {
-  if (traced === undefined) return () => undefined;
-  const spanUrl = safeUrl(sub.webhook.url);
-  return (batch) => traced.tracing.delivery({
-    webhook: sub.index, url: spanUrl, webhookId: batch.webhookId, group: traced.group,
-    points: batch.size > 0 ? batch.size : bodyPoints(batch.body), entries: batch.traces ?? [],
-  });
-};
-
-export type ClientSubscription = Pick<Subscription, 'index' | 'webhook' | 'settings' | 'files'>;
-
 export const webhookClient = (sub: ClientSubscription, userAgent: string, now: () => number = Date.now, traced?: ClientTracing): WebhookClient => {
   const { webhook } = sub;
+  const format = formatOf(webhook);
   const deliveryTrace = deliveryTraces(sub, traced);
   const timeoutMs = sub.settings.timeoutMs;
   const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
@@ -109,7 +101,7 @@ export const webhookClient = (sub: ClientSubscription, userAgent: string, now: (
   const postAs = (batch: Batch, parent: string | undefined): ReturnType<PostBatch> =>
     new Observable((subscriber) => {
       const controller = new AbortController();
-      let body: Readable | undefined;
+      let answerBody: Readable | undefined;
       let answer: WebhookResponse | undefined;
       /** The exchange is over (answered, its body read or cut): nothing is left to abort. */
       let over = false;
@@ -124,12 +116,13 @@ export const webhookClient = (sub: ClientSubscription, userAgent: string, now: (
       };
       const deadline = setTimeout(() => {
         if (answer !== undefined) {
-          body?.destroy();
+          answerBody?.destroy();
           finish();
         } else controller.abort();
       }, timeoutMs);
       const timestamp = Math.floor(now() / 1000);
-      const own = requestHeaders(webhook, batch, timestamp, userAgent);
+      const body = renderBody(format, batch);
+      const own = requestHeaders(webhook, batch, body, timestamp, userAgent);
       const headers = parent === undefined ? own : { ...own, traceparent: parent };
       const trace = parent === undefined ? deliveryTrace(batch) : undefined;
       let traceOpen = trace !== undefined;
@@ -138,13 +131,13 @@ export const webhookClient = (sub: ClientSubscription, userAgent: string, now: (
         traceOpen = false;
       };
       const plain = (authorization?: string) =>
-        client.post(webhook.url, bytesOf(batch), { headers: authorization === undefined ? headers : { ...headers, Authorization: authorization }, signal: controller.signal });
+        client.post(webhook.url, body.bytes, { headers: authorization === undefined ? headers : { ...headers, Authorization: authorization }, signal: controller.signal });
       /** With tracing: a client span per HTTP request, its context sent as `traceparent` (when sampled). */
       const send = trace === undefined ? plain : async (authorization?: string) => {
         const call = trace.call();
         const withTrace = call.traceparent === undefined ? headers : { ...headers, traceparent: call.traceparent };
         const auth = authorization === undefined ? withTrace : { ...withTrace, Authorization: authorization };
-        return client.post(webhook.url, bytesOf(batch), { headers: auth, signal: controller.signal }).then(
+        return client.post(webhook.url, body.bytes, { headers: auth, signal: controller.signal }).then(
           (r) => (call.end({ status: r.status }), r),
           (err: unknown) => {
             call.end({ error: err instanceof Error ? describeError(err) : String(err) });
@@ -174,18 +167,18 @@ export const webhookClient = (sub: ClientSubscription, userAgent: string, now: (
           (r) => {
             const retryAfter = r.headers['retry-after'];
             answer = { status: r.status, retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined };
-            body = r.data as Readable;
+            answerBody = r.data as Readable;
             let read = 0;
-            body.on('data', (chunk: Buffer) => {
+            answerBody.on('data', (chunk: Buffer) => {
               read += chunk.length;
               if (read > MAX_ANSWER_BODY_BYTES) {
-                body!.destroy();
+                answerBody!.destroy();
                 finish();
               }
             });
-            body.once('end', finish);
-            body.once('error', finish);
-            body.once('close', finish);
+            answerBody.once('end', finish);
+            answerBody.once('error', finish);
+            answerBody.once('close', finish);
           },
           (err: unknown) => {
             clearTimeout(deadline);
@@ -196,7 +189,7 @@ export const webhookClient = (sub: ClientSubscription, userAgent: string, now: (
         );
       return () => {
         clearTimeout(deadline);
-        body?.destroy();
+        answerBody?.destroy();
         // only an exchange cut short (a stop's deadline) is aborted: an abort makes an AbortError
         // and runs axios's listeners, for nothing once the answer is in
         if (!over) controller.abort();
@@ -214,21 +207,28 @@ export const webhookClient = (sub: ClientSubscription, userAgent: string, now: (
   };
 };
 
-/** TLS failures by what they mean to an operator (CONTRACT 4.5), with OpenSSL's code. */
+/**
+ * TLS failures by what they mean to an operator (CONTRACT 4.5): from the error's code (a
+ * certificate the client refused: `CERT_HAS_EXPIRED`, …) or, for an alert the server sent, from
+ * OpenSSL's words in the message (Node gives those the code `EPROTO`: `… tlsv13 alert certificate
+ * required …`, `… sslv3 alert bad certificate …`).
+ */
 const TLS_REASONS: ReadonlyArray<readonly [RegExp, string]> = [
   [/^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?)$/, 'unknown CA'],
   [/^ERR_TLS_CERT_ALTNAME_INVALID$/, 'name mismatch'],
   [/^CERT_HAS_EXPIRED$/, 'certificate expired'],
   [/^CERT_NOT_YET_VALID$/, 'certificate not yet valid'],
-  [/CERTIFICATE_REQUIRED|ALERT_HANDSHAKE_FAILURE/, 'certificate required (the server asks for a client certificate)'],
-  [/ALERT_(BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_UNKNOWN|DECRYPT_ERROR)/, 'the server refused our client certificate'],
-  [/ALERT_CERTIFICATE_EXPIRED/, 'the server found our client certificate expired'],
+  [/CERTIFICATE_REQUIRED|ALERT_HANDSHAKE_FAILURE|alert certificate required|alert handshake failure/i, 'certificate required (the server asks for a client certificate)'],
+  [/ALERT_(BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_UNKNOWN|DECRYPT_ERROR)|alert (bad certificate|unknown ca|certificate unknown|decrypt error)/i, 'the server refused our client certificate'],
+  [/ALERT_CERTIFICATE_EXPIRED|alert certificate expired/i, 'the server found our client certificate expired'],
 ];
 
 export const describeError = (err: Error): string => {
   const code = (err as Error & { code?: string }).code;
   if (code === 'ECONNABORTED' || code === 'ETIMEDOUT') return 'timeout';
-  const tls = code === undefined ? undefined : TLS_REASONS.find(([re]) => re.test(code));
-  if (tls !== undefined) return `TLS: ${tls[1]} (${code})`;
+  const byCode = code === undefined ? undefined : TLS_REASONS.find(([re]) => re.test(code));
+  // an alert from the server: EPROTO (or another code) with OpenSSL's words in the message
+  const tls = byCode ?? (code === 'EPROTO' || /SSL routines/.test(err.message) ? TLS_REASONS.find(([re]) => re.test(err.message)) : undefined);
+  if (tls !== undefined) return `TLS: ${tls[1]} (${code ?? 'TLS'})`;
   return code !== undefined ? `network error ${code}` : err.message;
 };

@@ -1,11 +1,24 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { defer, map, type Observable } from 'rxjs';
+import { defer, map, type Observable, of } from 'rxjs';
 import { webhookFingerprint, type Webhook } from '../../config/webhookSettings';
 import { disabledKey } from '../../mapping/keys';
-import type { DisabledMark } from './lane';
 import { persist } from '../store/persist';
 import type { Subscription } from './subscription';
+
+/** Where a webhook's 410 Gone is remembered across restarts and replicas (CONTRACT 4.5). */
+export interface DisabledMark {
+  /** Remembers that the webhook is disabled; completes once written. */
+  disable(): Observable<unknown>;
+  /** Whether it still is (an operator's successful replay enables it). */
+  isDisabled(): Observable<boolean>;
+}
+
+/** For a lane without a store (tests): disabled until the process ends. */
+export const memoryDisabledMark = (): DisabledMark & { enable(): void } => {
+  let disabled = false;
+  return { disable: () => of((disabled = true)), isDisabled: () => of(disabled), enable: () => void (disabled = false) };
+};
 
 /**
  * Webhooks that answered 410 Gone (CONTRACT 4.5), remembered in `connectors:{ID}:disabled`: field

@@ -1,16 +1,19 @@
 import {
-  AsyncSubject, asyncScheduler, catchError, concat, defer, EMPTY, finalize, from, ignoreElements, last, map, merge, mergeMap, type Observable, of, retry,
-  type SchedulerLike, Subject, take, takeUntil, tap, timer,
+  AsyncSubject, asyncScheduler, catchError, concat, defer, EMPTY, filter, finalize, ignoreElements, last, map, merge, mergeMap, type Observable, of, retry,
+  type SchedulerLike, Subject, takeUntil, tap, timer,
 } from 'rxjs';
 import type { Batch } from '../read/batches';
-import { backlogBatch, type BacklogItem, type BacklogReason, type LaneBacklog } from './backlog';
+import type { LaneBacklog } from './backlog';
+import type { BacklogReason } from './backlogEntry';
+import { formatOf, renderBody } from './body';
+import { memoryDisabledMark, type DisabledMark } from './disabledMarks';
 import * as L from './laneState';
 import type { WebhookState } from './laneState';
-import { makeLimiter } from './limiter';
-import { rateGate } from './rateGate';
+import { laneRedrive, type RedriveContext } from './redrive';
+import { webhookSending, type AttemptEvent, type AttemptsEnd } from './sending';
 import type { Subscription } from './subscription';
 import { pullEach, type Interrogation, type InterrogationEvent, type RunSender } from '../interrogation/interrogation';
-import { classifyError, classifyResponse, type AttemptResult, type PostBatch, type WebhookResponse } from './answers';
+import type { AttemptResult, PostBatch } from './answers';
 
 /**
  * `skipped`: nothing to send — a re-formed batch this webhook has already (CONTRACT 4.3), or a
@@ -46,23 +49,11 @@ export interface LaneStatus {
   readonly queued: number;
 }
 
+/** Events the status always hears of, whether or not what it shows changed: the backlog count it also shows may have. */
+const REPORTED: ReadonlySet<L.LaneEvent['kind']> = new Set(['delivered', 'failed', 'retryScheduled', 'redriveStarted', 'redriveEnded']);
+
 /** An attempt not made because the webhook was disabled meanwhile: it ends as a 410 would. */
-const NOT_SENT: WebhookResponse = { status: -410 };
 const DISABLED: AttemptResult = { ok: false, retryable: false, reason: 'webhook disabled: it answered 410 Gone', gone: true };
-
-/** Where a webhook's 410 Gone is remembered across restarts and replicas (CONTRACT 4.5). */
-export interface DisabledMark {
-  /** Remembers that the webhook is disabled; completes once written. */
-  disable(): Observable<unknown>;
-  /** Whether it still is (an operator's successful replay enables it). */
-  isDisabled(): Observable<boolean>;
-}
-
-/** For a lane without a store (tests): disabled until the process ends. */
-export const memoryDisabledMark = (): DisabledMark & { enable(): void } => {
-  let disabled = false;
-  return { disable: () => of((disabled = true)), isDisabled: () => of(disabled), enable: () => void (disabled = false) };
-};
 
 export interface LaneOptions {
   readonly subscription: Subscription;
@@ -83,232 +74,92 @@ export interface LaneOptions {
 /**
  * One webhook's lane (CONTRACT 4.2, 4.4): RxJS glue over its state (`laneState.ts`, where the
  * rules and their invariants are). Every batch gets its first attempt in stream order, with at
- * most `maxInFlight` requests open; a batch waiting to be retried holds no request slot, so it
- * never holds back later batches. What the state says goes to the backlog is appended there; after
- * `circuitThreshold` failures in a row the circuit opens and the oldest backlog entry is sent as a
- * probe every `probeIntervalMs` until one answers 2xx; while the circuit is closed and redrivable
- * entries wait, they are re-sent oldest first. A webhook with `maxRequestsPerSecond` waits for the
- * rate cap's turn inside its request slot, so its cap never touches another lane. Every error is caught here, per batch: the lane
- * never errors, and other webhooks never notice any of it.
+ * most `maxInFlight` requests open (`sending.ts`); a batch waiting to be retried holds no request
+ * slot, so it never holds back later batches. What the state says goes to the backlog is appended
+ * there; after `circuitThreshold` failures in a row the circuit opens and the backlog is probed
+ * and, once it closes, redriven (`redrive.ts`). Everything that happens is dispatched to the
+ * state's one reducer (`L.step`): the lane's glue never assigns the state itself. Every error is
+ * caught here, per batch: the lane never errors, and other webhooks never notice any of it.
  */
 export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Observable<LaneResult> =>
   defer(() => {
     const { settings, index } = o.subscription;
     const scheduler = o.scheduler ?? asyncScheduler;
-    const limiter = makeLimiter(settings.maxInFlight);
-    const gate = settings.maxRequestsPerSecond === undefined ? undefined : rateGate(settings.maxRequestsPerSecond);
-    /** Waits for the rate cap's turn, when the webhook has one (first attempts, retries, probes and redrive alike). */
-    const turn$ = (): Observable<unknown> => {
-      const wait = gate?.tryStart(scheduler.now()) ?? 0;
-      return wait > 0 ? timer(wait, scheduler).pipe(mergeMap(turn$)) : of(0);
-    };
+    const format = formatOf(o.subscription.webhook);
     let state = L.initialLaneState(settings, o.initiallyDisabled === true);
+    const report = () =>
+      o.observer.status({ state: L.shownState(state, settings), consecutiveFailures: state.failures, inFlight: sending.inFlight(), queued: state.depth });
+    /**
+     * The one place the state changes: each event folded in by the reducer. The status hears of
+     * every change it shows, and of the events after which its backlog count may have moved.
+     */
+    const dispatch = (e: L.LaneEvent): L.StepOutput => {
+      const [next, out] = L.step(state, settings, e);
+      const before = state;
+      state = next;
+      if (REPORTED.has(e.kind) || L.shownChanged(before, next, settings)) report();
+      if (out.wake === true) wake$.next();
+      return out;
+    };
+    const sending = webhookSending({
+      settings, post: o.post, backoff: o.backoff, scheduler,
+      // disabled while it waited for its slot or turn: not sent (invariant 9)
+      instead: () => (state.disabled ? DISABLED : undefined),
+      slots: () => report(),
+    });
     const mark = o.disabled ?? memoryDisabledMark();
     const wake$ = new Subject<void>();
     const done$ = new Subject<void>();
     const result = (batch: Batch, outcome: LaneOutcome): LaneResult => ({ webhook: index, batch, outcome });
-    const report = () =>
-      o.observer.status({ state: L.shownState(state, settings), consecutiveFailures: state.failures, inFlight: limiter.active(), queued: state.depth });
-    const succeeded = () => {
-      state = L.delivered(state);
-      report();
-    };
-    /** 410 Gone (invariant 9): remembered in the store, then nothing more is sent. */
+    const attempted = (events$: Observable<AttemptEvent>): Observable<AttemptsEnd> =>
+      events$.pipe(
+        tap((e) => {
+          if (e.kind === 'attempted' && e.a.sent) o.observer.attempt(e.a.r, e.attempt, e.a.seconds, e.willRetry);
+          else if (e.kind === 'waiting') dispatch({ kind: 'retryScheduled' });
+          else if (e.kind === 'due') dispatch({ kind: 'retryDue' });
+        }),
+        filter((e): e is Extract<AttemptEvent, { kind: 'ended' }> => e.kind === 'ended'),
+        map((e) => e.end),
+      );
     const disable = (): Observable<unknown> => {
-      const wasDisabled = state.disabled;
-      state = L.gone(state);
-      if (!wasDisabled) report();
+      dispatch({ kind: 'gone' });
       return mark.disable().pipe(catchError(() => of(null)), last(null, null));
     };
-    const failed = () => {
-      const [next, { opened }] = L.failed(state, settings);
-      state = next;
-      if (opened) wake$.next();
-      report();
-    };
+    const ctx: RedriveContext = { o, settings, scheduler, sending, mark, state: () => state, dispatch, disable, attempted, wake$ };
 
     /**
      * Invariant 8: the batch is dead-lettered once its entry is written (the append retries until it
-     * is). An interrogation run's request gets its body from the run's sender first (one that cannot
-     * give it fails the run, which is begun again).
+     * is), with the body it was (or would have been) sent with. An interrogation run's request gets
+     * its body from the run's sender first (one that cannot give it fails the run, which is begun again).
      */
     const toBacklog$ = (batch: Batch, reason: BacklogReason, error: string, attempts: number, sender?: RunSender): Observable<LaneResult> =>
       (sender === undefined ? of(batch) : sender.withBody(batch)).pipe(
-        mergeMap((whole) => defer(() => o.backlog.append(whole, reason, error, attempts)).pipe(
+        mergeMap((whole) => defer(() => o.backlog.append(whole, renderBody(format, whole), reason, error, attempts)).pipe(
           // the live append retries by itself; a port that fails anyway is tried again, never skipped
           retry({ delay: () => timer(settings.probeIntervalMs, scheduler) }),
           last(null, null),
         )),
         map(() => {
-          const [next, { wake }] = L.appended(state, reason);
-          state = next;
-          if (wake) wake$.next();
+          dispatch({ kind: 'appended', reason });
           o.observer.finished(batch, 'deadlettered', attempts, error, reason);
           return result(batch, 'deadlettered');
         }),
       );
 
-    /** One request in a slot; the answer classified. `post`: an interrogation run's own (4.6), else the lane's. */
-    const send$ = (batch: Batch, post: PostBatch = o.post): Observable<{ r: AttemptResult; seconds: number }> => {
-      let started = 0;
-      return limiter.run(
-        defer(turn$).pipe(
-          take(1),
-          mergeMap(() => {
-            // disabled while it waited for its slot or turn: not sent (invariant 9)
-            if (state.disabled) return of(NOT_SENT);
-            started = scheduler.now();
-            report();
-            return post(batch);
-          }),
-        ).pipe(
-          map((answer) => (answer === NOT_SENT ? DISABLED : classifyResponse(answer, scheduler.now()))),
-          catchError((err: unknown) => of(classifyError(err))),
-          map((r) => ({ r, seconds: (scheduler.now() - started) / 1000 })),
-          finalize(report),
-        ),
-      );
-    };
-
-    /** Attempts with the usual retries; ends delivered, or failed with the reason and attempts. */
-    const attempts$ = (batch: Batch, n: number, post?: PostBatch): Observable<{ ok: true } | { ok: false; retryable: boolean; error: string; attempts: number; gone?: true }> =>
-      send$(batch, post).pipe(
-        mergeMap(({ r, seconds }) => {
-          const willRetry = !r.ok && r.retryable && n < settings.maxAttempts;
-          if (r !== DISABLED) o.observer.attempt(r, n, seconds, willRetry);
-          if (r.ok) return of({ ok: true as const });
-          if (willRetry) {
-            state = L.retryScheduled(state);
-            report();
-            return timer(r.retryAfterMs ?? o.backoff(n), scheduler).pipe(
-              mergeMap(() => {
-                state = L.retryDue(state);
-                return attempts$(batch, n + 1, post);
-              }),
-            );
-          }
-          return of({ ok: false as const, retryable: r.retryable, error: r.retryable ? `${r.reason} after ${n} attempts` : r.reason, attempts: r === DISABLED ? n - 1 : n, ...(r.gone ? { gone: true as const } : {}) });
-        }),
-      );
-
+    /** A batch's attempts (by the lane's client, or an interrogation run's `post`), then delivered or to the backlog. */
     const live$ = (batch: Batch, sender?: RunSender): Observable<LaneResult> =>
-      attempts$(batch, 1, sender?.post).pipe(
+      attempted(sending.attempts$(batch, sender?.post)).pipe(
         mergeMap((end) => {
           if (end.ok) {
-            succeeded();
+            dispatch({ kind: 'delivered' });
             o.observer.finished(batch, 'delivered', 1);
             return of(result(batch, 'delivered'));
           }
           if (end.gone) return concat(disable().pipe(ignoreElements()), toBacklog$(batch, 'disabled', end.error, end.attempts, sender));
-          failed();
+          dispatch({ kind: 'failed' });
           return toBacklog$(batch, end.retryable ? 'exhausted' : 'refused', end.error, end.attempts, sender);
         }),
       );
-
-    // --- redrive and probes -------------------------------------------------------------------
-
-    /** One backlog entry re-sent: with the usual retries (redrive), or one request (probe). */
-    const redriveOne$ = (item: BacklogItem, probe: boolean): Observable<boolean | null> =>
-      o.backlog.fetch(item).pipe(
-        mergeMap((entry) => {
-          if (entry === null) return of(null); // gone meanwhile (a replica, an operator, the cap): nothing to send
-          const batch = backlogBatch(item, entry.body, 0, entry.traces);
-          type End = { ok: true } | { ok: false; error: string; attempts: number; gone?: true };
-          const end$: Observable<End> = probe
-            ? send$(batch).pipe(map(({ r, seconds }): End => {
-                if (r !== DISABLED) o.observer.attempt(r, item.attempts + 1, seconds, false);
-                return r.ok ? { ok: true } : { ok: false, error: r.reason, attempts: 1, ...(r.gone ? { gone: true as const } : {}) };
-              }))
-            : attempts$(batch, 1);
-          return end$.pipe(
-            mergeMap((end) => {
-              o.observer.redriven(item.webhookId, end.ok, end.ok ? undefined : end.error, batch);
-              if (end.ok) {
-                succeeded();
-                return o.backlog.remove(item).pipe(map(() => true));
-              }
-              if (end.gone) return concat(disable().pipe(ignoreElements()), o.backlog.failedAgain(item, end.error, item.attempts + end.attempts)).pipe(last(null, null), map(() => false));
-              failed();
-              return o.backlog.failedAgain(item, end.error, item.attempts + end.attempts).pipe(map(() => false));
-            }),
-          );
-        }),
-        catchError(() => of(false)),
-      );
-
-    /** While the circuit is open: every probe interval, the oldest redrivable entry, once. */
-    const probe$ = (): Observable<unknown> =>
-      timer(settings.probeIntervalMs, scheduler).pipe(
-        mergeMap(() => o.backlog.lease()),
-        mergeMap((held) => (held ? o.backlog.pending() : of([] as BacklogItem[]))),
-        mergeMap((items) => (items.length === 0 ? of(false) : redriveOne$(items[0]!, true))),
-        map((delivered) => {
-          if (delivered === true && state.open) {
-            state = L.probeDelivered(state);
-            report();
-          }
-        }),
-        catchError(() => of(null)),
-      );
-
-    /**
-     * One pass over the backlog: read it (every replica does, to know whether new batches must
-     * queue behind it); send it oldest first, `maxInFlight` at a time, until it is empty or the
-     * circuit opens — only with the lease, else wait for the replica that holds it.
-     */
-    const pass$ = (): Observable<unknown> =>
-      defer(() => {
-        state = L.scanStarted(state);
-        return o.backlog.pending();
-      }).pipe(
-        mergeMap((items) => {
-          const before = state;
-          state = L.scanned(state, items.length);
-          if (items.length === 0) {
-            if (state !== before) report();
-            return of(null);
-          }
-          return o.backlog.lease().pipe(
-            mergeMap((held) => {
-              if (!held) return timer(settings.probeIntervalMs, scheduler);
-              state = L.redriveStarted(state);
-              report();
-              // checked as each entry's turn comes: the circuit may open meanwhile, and the lease
-              // (renewed on every entry) may have passed to another replica
-              const next$ = (item: BacklogItem) =>
-                defer(() => (state.open || state.disabled ? EMPTY : o.backlog.lease().pipe(mergeMap((still) => (still ? redriveOne$(item, false) : EMPTY)))));
-              return from(items).pipe(
-                mergeMap(next$, settings.maxInFlight),
-                finalize(() => {
-                  state = L.redriveEnded(state);
-                  report();
-                }),
-              );
-            }),
-          );
-        }),
-        ignoreElements(),
-        catchError(() => timer(settings.probeIntervalMs, scheduler)),
-      );
-
-    /** While disabled: every probe interval, whether it still is (an operator's replay enables it). */
-    const watch$ = (): Observable<unknown> =>
-      timer(settings.probeIntervalMs, scheduler).pipe(
-        mergeMap(() => mark.isDisabled()),
-        map((still) => {
-          if (!still && state.disabled) {
-            state = L.enabled(state);
-            report();
-          }
-        }),
-        catchError(() => of(null)),
-      );
-
-    const redrive$ = defer(function step(): Observable<unknown> {
-      const what = L.nextRedrive(state, settings);
-      const next$ = what === 'watch' ? watch$() : what === 'probe' ? probe$() : what === 'pass' ? pass$() : wake$.pipe(take(1));
-      return concat(next$.pipe(ignoreElements()), defer(step));
-    }).pipe(takeUntil(done$), ignoreElements());
 
     /**
      * A batch (a live one, its part, or an interrogation's request) as its arrival says
@@ -316,8 +167,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
      * interrogation's own request (`inOrder` false) at once.
      */
     const handle$ = (batch: Batch, part: Batch | null, done: boolean, inOrder = true, sender?: RunSender): Observable<LaneResult> => {
-      const [next, arrival] = L.arrive(state, settings, part === null || done);
-      state = next;
+      const arrival = dispatch({ kind: 'arrived', nothingToSend: part === null || done }).arrival!;
       switch (arrival.kind) {
         case 'skip':
           return of(result(batch, 'skipped'));
@@ -328,7 +178,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
           const work$ = live$(part!, sender).pipe(
             map(asBatch(batch)),
             finalize(() => {
-              state = L.liveFinished(state);
+              dispatch({ kind: 'liveFinished' });
               o.observer.queueDepth(state.depth);
             }),
           );
@@ -403,5 +253,5 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
       ),
     ).pipe(finalize(() => done$.next()));
     report();
-    return merge(lane$, redrive$) as Observable<LaneResult>;
+    return merge(lane$, laneRedrive(ctx).pipe(takeUntil(done$), ignoreElements())) as Observable<LaneResult>;
   });

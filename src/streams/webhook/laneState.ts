@@ -1,4 +1,4 @@
-import { REDRIVABLE, type BacklogReason } from './backlog';
+import { REDRIVABLE, type BacklogReason } from './backlogEntry';
 
 /**
  * The state of one webhook's lane (CONTRACT 4.2, 4.4) and how each event changes it: a pure
@@ -129,3 +129,74 @@ export type WebhookState = 'healthy' | 'retrying' | 'open' | 'redriving' | 'disa
 
 export const shownState = (state: LaneState, s: LaneSettings): WebhookState =>
   state.disabled ? 'disabled' : state.open ? 'open' : state.redriving || (s.autoRedrive && state.backlogWaits) ? 'redriving' : state.waitingRetry > 0 ? 'retrying' : 'healthy';
+
+/** What happened to a lane: everything that changes its state, one event each. */
+export type LaneEvent =
+  | { readonly kind: 'arrived'; readonly nothingToSend: boolean }
+  | { readonly kind: 'liveFinished' }
+  | { readonly kind: 'retryScheduled' }
+  | { readonly kind: 'retryDue' }
+  | { readonly kind: 'delivered' }
+  | { readonly kind: 'failed' }
+  | { readonly kind: 'gone' }
+  | { readonly kind: 'enabled' }
+  | { readonly kind: 'probeDelivered' }
+  | { readonly kind: 'appended'; readonly reason: BacklogReason }
+  | { readonly kind: 'scanStarted' }
+  | { readonly kind: 'scanned'; readonly count: number }
+  | { readonly kind: 'redriveStarted' }
+  | { readonly kind: 'redriveEnded' };
+
+/** What an event tells the lane to do besides changing its state. */
+export interface StepOutput {
+  /** `arrived`: what to do with the batch. */
+  readonly arrival?: Arrival;
+  /** `failed` opened the circuit, or `appended` wrote a redrivable entry: the redrive should look. */
+  readonly wake?: boolean;
+}
+
+const NOTHING: StepOutput = {};
+
+/** The lane's one reducer: the next state after `e`, and what it tells the lane. Each case is one of the transitions above. */
+export const step = (state: LaneState, s: LaneSettings, e: LaneEvent): readonly [LaneState, StepOutput] => {
+  switch (e.kind) {
+    case 'arrived': {
+      const [next, arrival] = arrive(state, s, e.nothingToSend);
+      return [next, { arrival }];
+    }
+    case 'liveFinished':
+      return [liveFinished(state), NOTHING];
+    case 'retryScheduled':
+      return [retryScheduled(state), NOTHING];
+    case 'retryDue':
+      return [retryDue(state), NOTHING];
+    case 'delivered':
+      return [delivered(state), NOTHING];
+    case 'failed': {
+      const [next, { opened }] = failed(state, s);
+      return [next, { wake: opened }];
+    }
+    case 'gone':
+      return [gone(state), NOTHING];
+    case 'enabled':
+      return [enabled(state), NOTHING];
+    case 'probeDelivered':
+      return [probeDelivered(state), NOTHING];
+    case 'appended': {
+      const [next, { wake }] = appended(state, e.reason);
+      return [next, { wake }];
+    }
+    case 'scanStarted':
+      return [scanStarted(state), NOTHING];
+    case 'scanned':
+      return [scanned(state, e.count), NOTHING];
+    case 'redriveStarted':
+      return [redriveStarted(state), NOTHING];
+    case 'redriveEnded':
+      return [redriveEnded(state), NOTHING];
+  }
+};
+
+/** Whether the status shows `b` otherwise than `a` (its state or its count of failures in a row). */
+export const shownChanged = (a: LaneState, b: LaneState, s: LaneSettings): boolean =>
+  a.failures !== b.failures || shownState(a, s) !== shownState(b, s);

@@ -2,7 +2,7 @@ import { webhookShown } from '../../config/webhookSettings';
 import { safeUrl } from '../../config/urls';
 import type { Metrics } from '../../telemetry/metrics';
 import type { WeightedSeries } from '../../telemetry/weightedHistogram';
-import type { BacklogReason } from './backlog';
+import type { BacklogReason } from './backlogEntry';
 import type { AttemptResult } from './answers';
 import type { LaneObserver, LaneStatus, WebhookState } from './lane';
 import type { InterrogationCause } from '../interrogation/interrogation';
@@ -75,16 +75,9 @@ const runsOf = (ids: readonly string[]): ReadonlyArray<readonly [number, number]
   return r;
 };
 
-/** A redriven backlog entry: as many observations as points it held, each from its first entry's time (none for an interrogation's request). */
-const observeBacklogLag = (h: WeightedSeries, webhookId: string, body: string, at: number): void => {
-  if (!/^[0-9]+-[0-9]+_/.test(webhookId)) return;
-  let points = 0;
-  try {
-    const parsed = JSON.parse(body) as { datapoints?: unknown };
-    points = Array.isArray(parsed.datapoints) ? parsed.datapoints.length : 0;
-  } catch {
-    return;
-  }
+/** A redriven backlog entry: as many observations as points it held, each from its first entry's time (none for an interrogation's or a resend's request). */
+const observeBacklogLag = (h: WeightedSeries, webhookId: string, points: number, at: number): void => {
+  if (!/^[0-9]+-[0-9]+_/.test(webhookId) || points === 0) return;
   h.add(Math.max(0, (at - idMs(webhookId.split('_')[0] ?? '')) / 1000), points);
 };
 
@@ -199,7 +192,7 @@ export const laneObserver = (
     redriven: (webhookId, delivered, reason, batch) => {
       metrics.redriven.inc({ ...labels, outcome: delivered ? 'delivered' : 'failed' });
       // a backlog entry knows its first entry's ID, not each one's: every point it held counts from that
-      if (delivered && batch !== undefined) observeBacklogLag(lag, webhookId, batch.body, now().getTime());
+      if (delivered && batch !== undefined) observeBacklogLag(lag, webhookId, batch.size, now().getTime());
       if (!delivered) log.warn({ webhook: index, host, webhookId, reason }, 'redrive of a backlog batch failed; it stays in the backlog');
     },
   };

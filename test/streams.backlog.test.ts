@@ -1,0 +1,106 @@
+import { lastValueFrom, type Observable, of, Subject, takeUntil } from 'rxjs';
+import { toBatch } from '../src/streams/read/batches';
+import { redisBacklog, type RedisBacklogOptions } from '../src/streams/webhook/backlog';
+import type { BacklogItem } from '../src/streams/webhook/backlogEntry';
+import { DATAPOINTS, renderBody } from '../src/streams/webhook/body';
+import { webhookLane, type LaneObserver } from '../src/streams/webhook/lane';
+import type { WebhookResponse } from '../src/streams/webhook/answers';
+import { isOutOfMemory } from '../src/streams/store/replies';
+import { compareIds } from '../src/streams/store/streamIds';
+import { webhookKey } from '../src/streams/read/deliveryState';
+import type { Subscription } from '../src/streams/webhook/subscription';
+import { eventually } from './helpers/cli';
+import { privateRedis } from './helpers/redis';
+
+/** Invariants 5 and 7 at the top of src/streams/webhook/backlog.ts, against a real Redis. */
+const r = privateRedis();
+beforeEach(async () => {
+  await r.client.config('SET', 'maxmemory', '0');
+  await r.client.config('SET', 'maxmemory-policy', 'noeviction');
+  await r.client.flushall();
+});
+
+const STREAM = 'connectors:c:deadletter';
+const URL = 'http://a/';
+const run = <A>(o: Observable<A>) => lastValueFrom(o, { defaultValue: undefined as A });
+const batchOf = (id: string) => toBatch([{ id, json: `{"v":"${id}"}` }]);
+const backlogOf = (over: Partial<RedisBacklogOptions> = {}) => {
+  const dropped: BacklogItem[] = [];
+  const writeErrors: string[] = [];
+  const backlog = redisBacklog({
+    redis: r.client, connectorId: 'c', consumer: 'me', index: 0, url: URL, maxLength: 100000, retryMs: 50, leaseMs: 10_000,
+    onDropped: (item) => dropped.push(item), onWriteError: (err) => writeErrors.push((err as Error).message), ...over,
+  });
+  return { backlog, dropped, writeErrors };
+};
+const append = (b: ReturnType<typeof backlogOf>['backlog'], id: string, reason: 'refused' | 'exhausted' = 'exhausted') =>
+  run(b.append(batchOf(id), renderBody(DATAPOINTS, batchOf(id)), reason, 'HTTP 503 after 5 attempts', 5));
+
+it('5: an append that the cap makes trim reports, at once and each once, the entries of this webhook it took — also when they were refused (never redriven, never scanned)', async () => {
+  const { backlog, dropped } = backlogOf({ maxLength: 5 });
+  for (let i = 1; i <= 130; i++) await append(backlog, `${i}-0`, 'refused');
+  // no scan has run (pending() was never called): what is reported, the appends found
+  const [first] = (await r.client.xrange(STREAM, '-', '+', 'COUNT', 1)) as Array<[string, string[]]>;
+  const trimmed = (await r.client.xlen(STREAM)) < 130 ? 130 - (await r.client.xlen(STREAM)) : 0;
+  expect(trimmed).toBeGreaterThan(0);
+  expect(dropped.length).toBe(trimmed);
+  expect(new Set(dropped.map((d) => d.id)).size).toBe(dropped.length);
+  expect(dropped.every((d) => compareIds(d.id, first![0]) < 0)).toBe(true);
+  // a scan afterwards finds nothing more to report
+  await run(backlog.pending());
+  expect(dropped.length).toBe(trimmed);
+  expect(backlog.size()).toBe(130 - trimmed);
+});
+
+it('7: a failed-again entry that Redis refuses to write (out of memory) stays known and in the stream; it is written anew once Redis has room', async () => {
+  const { backlog, writeErrors } = backlogOf();
+  await append(backlog, '1-0');
+  const [item] = await run(backlog.pending());
+  await r.client.config('SET', 'maxmemory', '1');
+  let landed = false;
+  const again = backlog.failedAgain(item!, 'HTTP 503 after 5 attempts', 10);
+  const done = run(again).then(() => (landed = true));
+  await eventually(() => (writeErrors.filter(isOutOfMemory).length >= 2 ? true : undefined), 10000, 'two refused writes');
+  expect(landed).toBe(false);
+  expect(((await r.client.xrange(STREAM, '-', '+')) as unknown[]).length).toBe(1);
+  await r.client.config('SET', 'maxmemory', '0');
+  await done;
+  const entries = (await r.client.xrange(STREAM, '-', '+')) as Array<[string, string[]]>;
+  expect(entries.map(([id, f]) => [id === item!.id, f[f.indexOf('attempts') + 1]])).toEqual([[false, '10']]);
+  expect((await run(backlog.pending())).map((i) => [i.webhookId, i.attempts])).toEqual([['1-0_1-0', 10]]);
+});
+
+it('7, in a lane: a redrive whose failure Redis refuses to record is redriven again once Redis has room, and delivered — without a restart', async () => {
+  const { backlog, writeErrors } = backlogOf();
+  await append(backlog, '1-0');
+  const answered: number[] = [];
+  let healthy = false;
+  const post = () => {
+    // the first redrive fails, and Redis is full when its failure is written down
+    const status = healthy ? 200 : 503;
+    if (!healthy) void r.client.config('SET', 'maxmemory', '1');
+    answered.push(status);
+    return of<WebhookResponse>({ status });
+  };
+  const subscription: Subscription = {
+    index: 0, webhook: { url: URL, headers: {}, secrets: [] }, key: webhookKey(0, URL), host: 'a', files: {},
+    settings: { maxAttempts: 1, maxInFlight: 1, queueCap: 1000, circuitThreshold: 1000, probeIntervalMs: 50, autoRedrive: true, timeoutMs: 1000 },
+  };
+  const quiet: LaneObserver = { attempt: () => undefined, finished: () => undefined, queueDepth: () => undefined, status: () => undefined, redriven: () => undefined };
+  const stop = new Subject<void>();
+  const sub = new Subject<never>().pipe(webhookLane({ subscription, post, backoff: () => 10, backlog, observer: quiet }), takeUntil(stop)).subscribe();
+  try {
+    await eventually(() => (answered.length >= 1 ? true : undefined), 10000, 'the first redrive');
+    // its failure cannot be written while Redis is full: the lane waits (the write retried), the entry stays
+    await eventually(() => (writeErrors.filter(isOutOfMemory).length >= 2 ? true : undefined), 10000, 'the failure refused twice');
+    expect(answered).toEqual([503]);
+    expect(((await r.client.xrange(STREAM, '-', '+')) as unknown[]).length).toBe(1);
+    healthy = true;
+    await r.client.config('SET', 'maxmemory', '0');
+    await eventually(async () => (answered.includes(200) && (await r.client.xlen(STREAM)) === 0 ? true : undefined), 10000, 'the entry delivered and removed');
+    expect(answered).toEqual([503, 200]);
+  } finally {
+    stop.next();
+    sub.unsubscribe();
+  }
+});
