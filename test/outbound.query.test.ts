@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { imageAddress } from '../src/http/outbound/query';
+import { imageAddress } from '../src/streams/image/address';
 
 /** The key grammar, as a regular expression: the oracle of the allocation-free reader. */
 const KEY = /^process:image:casdu:(0|[1-9][0-9]{0,4}):ioa:(0|[1-9][0-9]{0,7})$/;

@@ -8,7 +8,7 @@ import type { WebhookResponse } from '../src/streams/webhook/answers';
 import { isOutOfMemory } from '../src/streams/store/replies';
 import { compareIds } from '../src/streams/store/streamIds';
 import { webhookKey } from '../src/streams/read/deliveryState';
-import type { Subscription } from '../src/streams/webhook/subscription';
+import type { WebhookSubscription } from '../src/streams/webhook/subscription';
 import { eventually } from './helpers/cli';
 import { privateRedis } from './helpers/redis';
 
@@ -82,7 +82,7 @@ it('7, in a lane: a redrive whose failure Redis refuses to record is redriven ag
     answered.push(status);
     return of<WebhookResponse>({ status });
   };
-  const subscription: Subscription = {
+  const subscription: WebhookSubscription = {
     index: 0, webhook: { url: URL, headers: {}, secrets: [] }, key: webhookKey(0, URL), host: 'a', files: {},
     settings: { maxAttempts: 1, maxInFlight: 1, queueCap: 1000, circuitThreshold: 1000, probeIntervalMs: 50, autoRedrive: true, timeoutMs: 1000 },
   };

@@ -8,7 +8,7 @@ import { toBatch, type Batch } from '../src/streams/read/batches';
 import { webhookLane, type LaneObserver, type LaneResult } from '../src/streams/webhook/lane';
 import { webhookKey } from '../src/streams/read/deliveryState';
 import { interrogationBatch, pullEach, type Interrogation, type InterrogationEvent } from '../src/streams/interrogation/interrogation';
-import type { Subscription } from '../src/streams/webhook/subscription';
+import type { WebhookSubscription } from '../src/streams/webhook/subscription';
 
 /**
  * Invariant 10 of a lane (src/streams/webhook/laneState.ts, kept by src/streams/webhook/lane.ts; CONTRACT 4.6): an interrogation in the middle of
@@ -91,7 +91,7 @@ const laneOf = (
   o: { initial?: Interrogation; interrogations?: Observable<Interrogation>; maxInFlight?: number; maxRequestsPerSecond?: number } = {},
 ) => {
   const url = 'http://a/';
-  const subscription: Subscription = {
+  const subscription: WebhookSubscription = {
     index: 0, webhook: { url, headers: {}, secrets: [] }, key: webhookKey(0, url), host: 'a', files: {},
     settings: {
       maxAttempts: 2, maxInFlight: o.maxInFlight ?? 1, queueCap: 1000, circuitThreshold: 1000, probeIntervalMs: 1000, autoRedrive: false, timeoutMs: 1000,

@@ -13,7 +13,7 @@ import { readUpdates$, wholeBatches, type ConsumerInfo, type ReaderOptions, type
 import { regroup } from '../src/streams/read/regroup';
 import type { Webhook } from '../src/config/webhookSettings';
 import { webhookKey } from '../src/streams/read/deliveryState';
-import { makeSubscriptions, type DeliverySettings, type Subscription } from '../src/streams/webhook/subscription';
+import { makeSubscriptions, type DeliverySettings, type WebhookSubscription } from '../src/streams/webhook/subscription';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 const entry = (id: string): DecodedEntry => ({ id, json: JSON.stringify({ v: id }) });
@@ -127,7 +127,7 @@ type LaneOver = Partial<DeliverySettings> & {
 const lane = (ts: TestScheduler, post: PostBatch, over: LaneOver = {}, deadLettered: string[] = []) => {
   const mem = memoryBacklog();
   const { index = 0, webhook = hook('http://a/'), backlog, observer = quiet, disabled, ...settings } = over;
-  const subscription: Subscription = {
+  const subscription: WebhookSubscription = {
     index, webhook, key: webhookKey(index, webhook.url), host: new URL(webhook.url).host, files: {},
     settings: { maxAttempts: 5, maxInFlight: 4, queueCap: 1000, circuitThreshold: 1000, probeIntervalMs: 1000, autoRedrive: false, timeoutMs: 1000, ...settings },
   };

@@ -8,7 +8,7 @@ import { backlogBatch, type BacklogEntry } from '../streams/webhook/backlogEntry
 import { storedPoints } from '../streams/webhook/body';
 import type { ClientTracing } from '../streams/webhook/client';
 import { enableWebhook } from '../streams/webhook/disabledMarks';
-import type { DeliverySettings, Subscription } from '../streams/webhook/subscription';
+import type { DeliverySettings, WebhookSubscription } from '../streams/webhook/subscription';
 import { operatorWebhook, storedSubscriptions, type OperatorWebhook } from './webhooks';
 import { operatorStartup, takeFlag, takeOption, usage, withRedis, type Io, type Outcome } from './common';
 import { HELP } from './help';
@@ -56,7 +56,7 @@ const matches = (a: DeadletterArgs) => (e: BacklogEntry): boolean =>
   (a.before === undefined || entryTime(e) < a.before);
 
 /** The subscription an entry belongs to in the current configuration: by its index, or (older entries without one) its URL. */
-const subscriptionOf = (e: BacklogEntry, subs: readonly Subscription[]): Subscription | undefined =>
+const subscriptionOf = (e: BacklogEntry, subs: readonly WebhookSubscription[]): WebhookSubscription | undefined =>
   e.webhook !== null ? subs[e.webhook] : subs.find((s) => safeUrl(s.webhook.url) === e.url);
 
 export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promise<{ code: number; message?: string }> => {
@@ -85,7 +85,7 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
     case 'replay': {
       // one client and sending (rate cap) per subscription, as the connector has
       const webhooks = new Map<number, OperatorWebhook>();
-      const webhookOf = (s: Subscription) => {
+      const webhookOf = (s: WebhookSubscription) => {
         let w = webhooks.get(s.index);
         if (w === undefined) webhooks.set(s.index, (w = operatorWebhook(s, { tracing: d.tracing })));
         return w;

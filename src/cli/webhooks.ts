@@ -6,7 +6,7 @@ import { configKey } from '../mapping/keys';
 import { exponentialBackoff } from '../streams/webhook/answers';
 import { webhookClient, type ClientTracing, type WebhookClient } from '../streams/webhook/client';
 import { webhookSending, type Sending } from '../streams/webhook/sending';
-import { makeSubscriptions, type DeliverySettings, type Subscription } from '../streams/webhook/subscription';
+import { makeSubscriptions, type DeliverySettings, type WebhookSubscription } from '../streams/webhook/subscription';
 import { USER_AGENT } from '../version';
 
 /** What the operator commands that send to webhooks (`deadletter replay`, `webhooks resend`) share. */
@@ -16,7 +16,7 @@ import { USER_AGENT } from '../version';
  * startup parameters' delivery settings, and their TLS and OAuth 2.0 files (CONTRACT 4.5). Throws
  * with the field when the stored settings or a file are invalid.
  */
-export const storedSubscriptions = async (r: Redis, id: string, delivery: DeliverySettings): Promise<Subscription[]> => {
+export const storedSubscriptions = async (r: Redis, id: string, delivery: DeliverySettings): Promise<WebhookSubscription[]> => {
   const raw = await r.get(configKey(id));
   const settings = raw === null ? undefined : parseManagedSettings(raw);
   if (settings !== undefined && E.isLeft(settings)) throw new Error(`${configKey(id)} is invalid: ${settings.left.join('; ')}`);
@@ -36,7 +36,7 @@ export interface OperatorWebhook {
 }
 
 export const operatorWebhook = (
-  s: Subscription, o: { readonly tracing?: ClientTracing | undefined; readonly backoff?: (attempt: number) => number; readonly now?: () => number } = {},
+  s: WebhookSubscription, o: { readonly tracing?: ClientTracing | undefined; readonly backoff?: (attempt: number) => number; readonly now?: () => number } = {},
 ): OperatorWebhook => {
   const client = webhookClient(s, USER_AGENT, o.now ?? Date.now, o.tracing);
   return { client, sending: webhookSending({ settings: s.settings, post: client.post, backoff: o.backoff ?? exponentialBackoff() }) };

@@ -8,7 +8,7 @@ export type Command = readonly [string, ...string[]];
 export const ERRORS_MAXLEN = 10000;
 
 /**
- * CONTRACT 5.1, with one change of shape (issue 13): the process image keys are written by ONE
+ * CONTRACT 5.1, with one change of shape: the process image keys are written by ONE
  * `MSET` of every mapping's key and JSON, in mapping order (a key written by two mappings ends
  * with the later one's value, as with one `SET` each), then one `XADD` per mapping, in order. A
  * `MULTI` is applied at once, so no reader sees the difference; it saves about 13 % of the CPU

@@ -7,7 +7,7 @@ type Gc = (options?: { type?: 'major' | 'minor'; execution?: 'sync' | 'async' })
  * Asks V8 for a full collection that runs incrementally, alongside the program (the gc extension's
  * `{type: 'major', execution: 'async'}`): no pause of the size of the heap.
  *
- * Why (issue 13, measured with `npm run bench -- get-all-1m`): while a GET of everything scans a
+ * Why (measured with `npm run bench -- get-all-1m`): while a GET of everything scans a
  * million keys, V8 promotes nearly every key string the SCAN replies decode into the old
  * generation (a third of all it allocates survives each young collection, though none of it is
  * reachable), and nothing starts a full collection until the old generation has grown by about

@@ -2,7 +2,7 @@ import * as E from 'fp-ts/Either';
 import type { RedisOptions } from 'ioredis';
 import type { AddressInfo } from 'node:net';
 import type { SecureContextOptions } from 'node:tls';
-import { defer, type Subscription } from 'rxjs';
+import { defer } from 'rxjs';
 import { parseManagedSettings, DEFAULT_SETTINGS, settingsForLog, type ManagedSettings } from '../config/managed';
 import { loadWebhookFiles, type WebhookFiles } from '../config/webhookFiles';
 import { PARAMETERS, type StartupSettings } from '../config/startup';
@@ -15,11 +15,13 @@ import { watchConfig$ } from '../streams/watchConfig';
 import { VERSION } from '../version';
 import { connectDatastore, type Datastore } from './datastore';
 import type { Logger } from './logger';
-import { watchMemory, type MemoryReading, type OutOfMemory } from './memory';
+import { watchMemory, type OutOfMemory } from './memory';
 import { isHttps, listenAll, type Listening, type ListenerTls } from './servers';
 import { listenerFiles, loadListenerTls } from '../config/listenerTls';
 import { watchListenerTls } from './certificateWatch';
+import { firstReading, loadConfigText, noEvictionRequired, WrongType } from './firstReads';
 import { onStopSignal } from './signals';
+import { resources, type Resources } from './resources';
 import type { Tracing } from '../telemetry/tracing';
 import { startTracing, tracingProtocol, type TracingHandle } from './tracing';
 
@@ -95,49 +97,14 @@ const listenerTlsFor = (settings: ManagedSettings, startup: StartupSettings): E.
   return E.map((context: SecureContextOptions): ListenerTls | undefined => ({ context, clientCertificates: startup.clientCertificates }))(loadListenerTls(files));
 };
 
-/** The config key holds something that is not a string: a startup error (exit 2), not a retry. */
-class WrongType {
-  constructor(readonly message: string) {}
-}
-
-/** Reads the config key once connected, trying again while the connection comes and goes. */
-const loadConfigText = async (ds: Datastore, key: string, log: Logger): Promise<string | null | WrongType> => {
-  for (;;) {
-    await ds.ready();
-    try {
-      return await ds.client.get(key);
-    } catch (err) {
-      const message = (err as Error).message;
-      if (/WRONGTYPE/.test(message)) return new WrongType(`${key} is not a string (${await ds.client.type(key).catch(() => 'another type')}): ${message}`);
-      log.warn({ err: message }, 'reading the configuration failed; trying again');
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-};
-
-/** The first memory reading, tried again while the connection comes and goes. */
-const firstReading = async (ds: Datastore, read: () => Promise<MemoryReading>): Promise<MemoryReading> => {
-  for (;;) {
-    await ds.ready();
-    try {
-      return await read();
-    } catch {
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-};
-
-/** CONTRACT 6.6: with `Datastore:RequireNoEviction`, anything but a readable `noeviction` stops the start (exit 2). */
-const noEvictionRequired = (startup: StartupSettings, r: MemoryReading): string | undefined => {
-  if (!startup.datastore.requireNoEviction || r.policy === 'noeviction') return undefined;
-  return r.policy === null
-    ? `${PARAMETERS.datastore.requireNoEviction} is true, but Redis's maxmemory_policy cannot be read (${r.unknownWhy ?? 'unknown'}); allow INFO, or set it to false`
-    : `${PARAMETERS.datastore.requireNoEviction} is true, but Redis's maxmemory_policy is ${r.policy}: Redis may evict connector data (set maxmemory-policy noeviction)`;
-};
+/** Why the run ended. */
+type Ending = 'signal' | 'changed' | 'failed';
 
 /**
  * The composition root shared by both connectors: connect, load the configuration, listen,
- * start the background work, watch the config key, and own the graceful stop.
+ * start the background work, watch the config key, and own the graceful stop. Everything it
+ * acquires is held in one stack (`resources.ts`) and released, last first, in one place: after
+ * the stop, or at any startup error.
  */
 export const runConnector = async (
   kind: ConnectorKind,
@@ -146,35 +113,47 @@ export const runConnector = async (
   log: Logger,
   build: (ctx: ConnectorContext) => ConnectorParts,
 ): Promise<Outcome> => {
+  const held = resources();
+  try {
+    const ended = await start(held, kind, startup, redisOptions, log, build);
+    if ('code' in ended) return ended;
+    await held.release();
+    log.info('stopped');
+    return ended.why === 'failed' ? { code: 1, message: ended.failure } : { code: 0 };
+  } finally {
+    await held.release();
+  }
+};
+
+/** Starts the connector and runs it until it must stop; an `Outcome` when it never got to run. */
+const start = async (
+  held: Resources,
+  kind: ConnectorKind,
+  startup: StartupSettings,
+  redisOptions: RedisOptions,
+  log: Logger,
+  build: (ctx: ConnectorContext) => ConnectorParts,
+): Promise<Outcome | { readonly why: Ending; readonly failure?: string }> => {
   // Each signal is logged; the listener stays until the stop is over (a second one is ignored).
-  let detachSignals: () => void = () => undefined;
   const signal = new Promise<'signal'>((resolve) => {
-    detachSignals = onStopSignal((name) => {
+    held.onRelease(onStopSignal((name) => {
       log.info({ signal: name }, 'stopping');
       resolve('signal');
-    });
+    }));
   });
 
   // CONTRACT 9: an OTLP protocol we do not speak is a startup error
   const protocol = tracingProtocol(process.env);
-  if (E.isLeft(protocol)) {
-    detachSignals();
-    return { code: 2, message: protocol.left };
-  }
+  if (E.isLeft(protocol)) return { code: 2, message: protocol.left };
 
-  const datastore = connectDatastore({ ...redisOptions, commandTimeout: startup.datastore.commandTimeoutMilliseconds }, startup.datastore.connectionRetrySeconds, log);
+  const datastore = held.hold(
+    connectDatastore({ ...redisOptions, commandTimeout: startup.datastore.commandTimeoutMilliseconds }, startup.datastore.connectionRetrySeconds, log),
+    (d) => d.close(),
+  );
   const key = configKey(startup.id);
   const first = await Promise.race([loadConfigText(datastore, key, log), signal]);
-  if (first === 'signal') {
-    await datastore.close();
-    detachSignals();
-    return { code: 0 };
-  }
-  if (first instanceof WrongType) {
-    await datastore.close();
-    detachSignals();
-    return { code: 2, message: first.message };
-  }
+  if (first === 'signal') return { code: 0 };
+  if (first instanceof WrongType) return { code: 2, message: first.message };
   const raw = first;
   let settings: ManagedSettings;
   if (raw === null) {
@@ -182,43 +161,31 @@ export const runConnector = async (
     log.info({ key }, 'no configuration stored; running on the defaults and watching the key');
   } else {
     const decoded = parseManagedSettings(raw);
-    if (E.isLeft(decoded)) {
-      await datastore.close();
-      detachSignals();
-      return { code: 2, message: `${key} is invalid: ${decoded.left.join('; ')}` };
-    }
+    if (E.isLeft(decoded)) return { code: 2, message: `${key} is invalid: ${decoded.left.join('; ')}` };
     settings = decoded.right;
   }
   // CONTRACT 4.5: a webhook's TLS and OAuth 2.0 files are part of its configuration: unreadable or invalid, exit 2
   const files = kind === 'outbound' ? loadWebhookFiles(settings.webhooks) : E.right([]);
-  if (E.isLeft(files)) {
-    await datastore.close();
-    detachSignals();
-    return { code: 2, message: `${key} is invalid: ${files.left.join('; ')}` };
-  }
+  if (E.isLeft(files)) return { code: 2, message: `${key} is invalid: ${files.left.join('; ')}` };
   // CONTRACT 7.1: https host URLs need a certificate and key that load (exit 2 naming the parameter)
   const tls = listenerTlsFor(settings, startup);
-  if (E.isLeft(tls)) {
-    await datastore.close();
-    detachSignals();
-    return { code: 2, message: tls.left };
-  }
+  if (E.isLeft(tls)) return { code: 2, message: tls.left };
   log.level = settings.logLevel;
   log.info({ key, ...settingsForLog(settings) }, 'configuration loaded');
 
   const metrics = makeMetrics({ kind, id: startup.id, version: VERSION });
   // CONTRACT 6.6: Redis's eviction policy, read before the connector serves anything
-  const memory = watchMemory({ redis: datastore.client, intervalMs: startup.datastore.memoryCheckIntervalMilliseconds, log, metrics });
+  const memory = held.hold(watchMemory({ redis: datastore.client, intervalMs: startup.datastore.memoryCheckIntervalMilliseconds, log, metrics }), (m) => m.stop());
   const reading = await Promise.race([firstReading(datastore, memory.first), signal]);
-  const refusal = reading === 'signal' ? undefined : noEvictionRequired(startup, reading);
-  if (reading === 'signal' || refusal !== undefined) {
-    memory.stop();
-    await datastore.close();
-    detachSignals();
-    return reading === 'signal' ? { code: 0 } : { code: 2, message: refusal };
-  }
-  const connectedSub = datastore.connected$.subscribe((c) => metrics.datastoreConnected.set(c ? 1 : 0));
+  if (reading === 'signal') return { code: 0 };
+  const refusal = noEvictionRequired(startup, reading);
+  if (refusal !== undefined) return { code: 2, message: refusal };
+  held.hold(datastore.connected$.subscribe((c) => metrics.datastoreConnected.set(c ? 1 : 0)), (sub) => sub.unsubscribe());
+  /** Set when the stop begins: the last spans are sent within what is left of it (nothing is waited for on a startup error). */
+  let deadline = Date.now();
   const traces: TracingHandle | undefined = await startTracing(kind, process.env, log);
+  // the last spans, within what is left of the stop (a collector that is away does not hold it up)
+  if (traces !== undefined) held.onRelease(() => traces.shutdown(Math.min(TRACE_FLUSH_MS, Math.max(0, deadline - Date.now()))));
   const ctx: ConnectorContext = {
     startup, settings, datastore, redisOptions, log, metrics, outOfMemory: memory.outOfMemory, webhookFiles: files.right, tracing: traces?.tracing,
   };
@@ -234,16 +201,15 @@ export const runConnector = async (
       requestTimeoutMs: startup.http.requestTimeoutMilliseconds,
     }, tls.right);
   } catch (err) {
-    connectedSub.unsubscribe();
-    await traces?.shutdown(0);
-    memory.stop();
-    await datastore.close();
-    detachSignals();
     return { code: 2, message: `cannot listen on ${settings.hostUrls.map((h) => h.url).join(', ')}: ${(err as Error).message}` };
   }
+  let background: Background | undefined;
+  // the graceful stop (CONTRACT 1): in-flight requests and deliveries finish together, within GRACE_MS
+  const serving = listening;
+  held.onRelease(() => Promise.all([serving.close(GRACE_MS), background?.stop(deadline)]));
   // CONTRACT 7.1: a new certificate (or client CA) is served to new connections within 10 s
   const certFiles = listenerFiles(startup);
-  const certWatch = tls.right !== undefined && certFiles !== undefined ? watchListenerTls(certFiles, TLS_POLL_MS, listening, log) : undefined;
+  if (tls.right !== undefined && certFiles !== undefined) held.hold(watchListenerTls(certFiles, TLS_POLL_MS, listening, log), (w) => w.stop());
   const addressFile = startup.http.addressFile;
   if (addressFile !== undefined) {
     // for `rest-connector healthcheck` (the image's HEALTHCHECK): where this process really listens —
@@ -251,18 +217,17 @@ export const runConnector = async (
     const probe = listening.servers.find((x) => !isHttps(x)) ?? listening.servers[0]!;
     try {
       writeAddressFile(addressFile, { pid: process.pid, kind, urls: localUrls(probe.address() as AddressInfo, isHttps(probe)) });
+      held.onRelease(() => removeAddressFile(addressFile, process.pid));
     } catch (err) {
       log.error({ file: addressFile, err: (err as Error).message }, 'cannot record the listen address for the healthcheck (Http:AddressFile): the healthcheck will fail');
     }
   }
-  // after the record: a healthcheck begun when this line is seen finds it (a test read the file
-  // on this line and, on a loaded machine, found none while it was logged before the record)
+  // logged once the record is written: a healthcheck begun when this line is seen finds it
   log.info({ addresses: listening.addresses }, `${kind} connector listening`);
-  const background = parts.start?.();
+  background = parts.start?.();
 
-  let stopWatch: () => void = () => undefined;
   const changed = new Promise<'changed'>((resolve) => {
-    const sub: Subscription = watchConfig$({
+    held.hold(watchConfig$({
       read: () => defer(() => datastore.client.get(key)),
       initialRaw: raw,
       current: settings,
@@ -278,7 +243,6 @@ export const runConnector = async (
       switch (event.kind) {
         case 'changed':
           log.info({ key }, 'configuration changed; stopping so that the orchestrator restarts the connector');
-          sub.unsubscribe();
           resolve('changed');
           break;
         case 'invalid':
@@ -288,25 +252,13 @@ export const runConnector = async (
           log.warn({ key }, 'configuration key deleted; keeping the current configuration');
           break;
       }
-    });
-    stopWatch = () => sub.unsubscribe();
+    }), (sub) => sub.unsubscribe());
   });
   const died = background?.failed?.then((reason) => {
     failure = reason;
     return 'failed' as const;
   });
   const why = await Promise.race([signal, changed, ...(died ? [died] : [])]);
-  stopWatch();
-  certWatch?.stop();
-  const deadline = Date.now() + GRACE_MS;
-  await Promise.all([listening.close(GRACE_MS), background?.stop(deadline)]);
-  // the last spans, within what is left of the stop (a collector that is away does not hold it up)
-  await traces?.shutdown(Math.min(TRACE_FLUSH_MS, Math.max(0, deadline - Date.now())));
-  if (addressFile !== undefined) removeAddressFile(addressFile, process.pid);
-  connectedSub.unsubscribe();
-  memory.stop();
-  await datastore.close();
-  detachSignals();
-  log.info('stopped');
-  return why === 'failed' ? { code: 1, message: failure } : { code: 0 };
+  deadline = Date.now() + GRACE_MS;
+  return failure === undefined ? { why } : { why, failure };
 };

@@ -9,7 +9,7 @@ import type { Logger } from './logger';
  * guarantees exist to prevent. Under `noeviction` it refuses writes instead (`OOM …`), which the
  * connectors can answer and retry.
  *
- * Invariants (each has a row in test/memory.test.ts):
+ * Invariants (each has a row in test/redis.memory.test.ts):
  * 1. An unsafe policy (anything but `noeviction`) is reported at the first reading, when it changes
  *    to another unsafe one, and again every hour while it lasts; a return to `noeviction` once.
  * 2. A policy that cannot be read (`INFO` renamed or denied, an empty value) is unknown: reported

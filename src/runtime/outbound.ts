@@ -12,7 +12,7 @@ import { makeLossTracker } from '../streams/read/lossTracker';
 import { pushPipeline$ } from '../streams/read/pipeline';
 import { readUpdates$ } from '../streams/read/reader';
 import { redisStreamPort } from '../streams/read/redisStreamPort';
-import { deliveryDefaults, makeSubscriptions, type Subscription } from '../streams/webhook/subscription';
+import { deliveryDefaults, makeSubscriptions, type WebhookSubscription } from '../streams/webhook/subscription';
 import { deliveryTraces, webhookClient } from '../streams/webhook/client';
 import type { InterrogationEvent } from '../streams/interrogation/interrogation';
 import { USER_AGENT } from '../version';
@@ -27,7 +27,7 @@ import { imageThread } from './interrogation/imageThread';
 const LOSS_CHECK_MS = 5000;
 
 /** The push side, wired: per subscription a client, a backlog, an observer and a lane; then the reader and the pipeline. */
-const startPush = (ctx: ConnectorContext, subscriptions: readonly Subscription[], board: WebhookStatus[], interrogations: Interrogations): Background => {
+const startPush = (ctx: ConnectorContext, subscriptions: readonly WebhookSubscription[], board: WebhookStatus[], interrogations: Interrogations): Background => {
   const { startup, metrics } = ctx;
   const log = ctx.log.child({ component: 'push' });
   const retryMs = Math.round(startup.datastore.connectionRetrySeconds * 1000);

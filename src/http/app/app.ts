@@ -10,7 +10,7 @@ import type { RequestTrace, Tracing } from '../../telemetry/tracing';
 
 /**
  * What a data handler knows of its request besides the request itself, from the moment it was
- * authenticated: the place where per-request facts (a caller's name, later a trace or a deadline)
+ * authenticated: the place where per-request facts (its time, its caller's name, its trace)
  * travel to the handler and its log lines.
  */
 export interface RequestContext {
@@ -65,13 +65,14 @@ const unexpected = (log: Logger, err: unknown, req: IncomingMessage, path: strin
   sendProblem(res, 500, 'an unexpected error occurred');
 };
 
+/** Each request's caller, for its log line (set where it is authenticated). */
+const callers = new WeakMap<IncomingMessage, string>();
+
 /**
  * The HTTP side of a connector: express for everything, and in front of it the lean path of the
  * data routes (`dataPath.ts`), which serves the exact method and path of a data route without
  * express's router. Both run each data route through the same `serve` chain.
  */
-/** Each request's caller, for its log line (set where it is authenticated). */
-const callers = new WeakMap<IncomingMessage, string>();
 
 export const createApp = (deps: AppDeps): RequestListener => {
   const app = express();

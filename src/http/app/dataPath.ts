@@ -9,7 +9,7 @@ export interface ServedRoute {
 }
 
 /**
- * The lean path of the data routes (issue 13). A request whose method and path are exactly those
+ * The lean path of the data routes. A request whose method and path are exactly those
  * of a data route (`POST /api/datapoints`, `GET /api/datapoints`, `GET /api/webhooks`) is served
  * without express: its router and its request and response decoration cost about a third of an
  * inbound request's CPU time (measured with `npm run bench`). The request runs the same chain as

@@ -5,8 +5,9 @@ import type { Redis } from 'ioredis';
 import { processImageKey } from '../../mapping/keys';
 import type { Logger } from 'pino';
 import type { Metrics } from '../../telemetry/metrics';
-import { decodePointFilter, scanPattern } from './query';
-import { COLLECT_EVERY, findAddresses, isJsonObjectText, keyOf } from '../../streams/image/image';
+import { decodeAddressQuery, scanPattern } from './query';
+import { keyOf } from '../../streams/image/address';
+import { COLLECT_EVERY, findAddresses, isJsonObjectText } from '../../streams/image/image';
 import { parseRawQuery } from '../app/query';
 import { NOT_CONNECTED, sendError, sendJsonText, sendProblem } from '../app/problem';
 
@@ -126,7 +127,7 @@ const streamPoints = async (d: OutboundDeps, res: ServerResponse, addresses: Flo
 export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
   { method: 'get', path: '/api/datapoints', handler: async (req, res) => {
     const collectEvery = d.collectEvery ?? COLLECT_EVERY;
-    const filter = decodePointFilter(parseRawQuery(req.url ?? ''));
+    const filter = decodeAddressQuery(parseRawQuery(req.url ?? ''));
     if (E.isLeft(filter)) {
       sendError(res, 400, filter.left.code, filter.left.message);
       return;

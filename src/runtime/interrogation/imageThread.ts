@@ -2,7 +2,7 @@ import type { RedisOptions } from 'ioredis';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { Observable } from 'rxjs';
-import type { PostBatch, WebhookResponse } from '../../streams/webhook/answers';
+import type { WebhookResponse } from '../../streams/webhook/answers';
 import type { Batch } from '../../streams/read/batches';
 import type { ImageThread, InterrogationCause, TakenBody } from '../../streams/interrogation/interrogation';
 import type { ClientSubscription } from '../../streams/webhook/client';

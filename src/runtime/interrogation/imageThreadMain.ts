@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import type { Subscription as RxSubscription } from 'rxjs';
+import type { Subscription } from 'rxjs';
 import { classifyResponse } from '../../streams/webhook/answers';
 import { imageReader, sortInPlace, type ImageReader } from '../../streams/image/image';
 import { interrogationBatch } from '../../streams/interrogation/interrogation';
@@ -36,7 +36,7 @@ const format = formatOf(init.subscription.webhook);
 const collect = incrementalCollector();
 const bodies = bodyPool();
 let reader: ImageReader | undefined;
-const posts = new Map<number, RxSubscription>();
+const posts = new Map<number, Subscription>();
 /**
  * The requests read and not yet answered 2xx or taken for the backlog, by `webhook-id`: each one
  * object, so that its body is encoded once however often it is sent (`webhookClient`).

@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
-import type { PointFilter, Ranges } from '../../config/webhookSettings';
-import { imageAddress } from '../../http/outbound/query';
-import { processImageKey, processImagePattern } from '../../mapping/keys';
+import type { PointFilter } from '../../config/webhookSettings';
+import { imageAddress, IOA_SPAN, keyOf } from './address';
+import { inRanges } from '../webhook/filter';
+import { processImagePattern } from '../../mapping/keys';
 import { scanPoint } from './jsonBytes';
 
 /**
@@ -21,8 +22,6 @@ export const COLLECT_EVERY = 200_000;
 /** MGETs of an interrogation under way at once (as a full GET keeps a few ahead of the one it writes). */
 const CHUNKS_AHEAD = 4;
 
-const IOA_SPAN = 16777216;
-export const keyOf = (address: number): string => processImageKey(Math.floor(address / IOA_SPAN), address % IOA_SPAN);
 
 /** A stored value goes out as stored (unknown fields kept) when it is a JSON object. */
 export const isJsonObjectText = (text: string): boolean => {
@@ -130,13 +129,6 @@ export const findAddresses = async (
   return sorted.subarray(0, unique);
 };
 
-const inRanges = (r: Ranges | undefined, v: number | undefined): boolean => {
-  if (r === undefined) return true;
-  if (v === undefined) return false;
-  for (const [lo, hi] of r) if (v >= lo && v <= hi) return true;
-  return false;
-};
-
 /** The SCAN pattern of a filter: one CASDU when it names exactly one, else every key. */
 const patternOf = (f: PointFilter | undefined): string => {
   const c = f?.casdu;
@@ -209,7 +201,7 @@ export const imageReader = (redis: Redis, filter: PointFilter | undefined, maxSi
         fetchMore();
         for (const v of values) {
           if (v === null || v === undefined) continue; // deleted since SCAN
-          // checked as bytes, as JSON.parse would (src/streams/jsonBytes.ts): no string, no objects
+          // checked as bytes, as JSON.parse would (jsonBytes.ts): no string, no objects
           const scan = scanPoint(v, types !== undefined);
           if (!scan.object) continue;
           if (types !== undefined && (scan.type === undefined || !inRanges(types, scan.type))) continue;

@@ -1,4 +1,4 @@
-import { defaultIfEmpty, Observable, Subscription as RxSubscription, take } from 'rxjs';
+import { defaultIfEmpty, Observable, Subscription, take } from 'rxjs';
 import type { PostBatch } from '../webhook/answers';
 import type { Batch } from '../read/batches';
 
@@ -96,7 +96,7 @@ export const interrogationBatch = (cause: InterrogationCause, p: string, k: numb
  */
 export const pullEach = <A>(next: () => Observable<A | null>, concurrency: number, work: (a: A) => Observable<unknown>): Observable<never> =>
   new Observable<never>((subscriber) => {
-    const subs = new RxSubscription();
+    const subs = new Subscription();
     let active = 0;
     let pulling = false;
     let exhausted = false;

@@ -3,7 +3,7 @@ import { defer, map, Observable, type Observer } from 'rxjs';
 import { safeUrl } from '../../config/urls';
 import { interrogatedKey, interrogationLockKey, periodicKey, UPDATES_STREAM } from '../../mapping/keys';
 import { interrogationRequest, type ImageThread, type Interrogation, type InterrogationCause, type InterrogationEvent, type InterrogationRun } from './interrogation';
-import type { Subscription } from '../webhook/subscription';
+import type { WebhookSubscription } from '../webhook/subscription';
 import { storedContent } from '../webhook/body';
 
 /**
@@ -19,7 +19,7 @@ export interface InterrogationDeps {
    * hold up, the live batches of every webhook (measured: with the shared connection the other
    * webhooks' p99 rose by half during a 1,000,000-point interrogation; see the thread for the rest).
    */
-  readonly thread: (s: Subscription, cause: InterrogationCause, p: string) => ImageThread;
+  readonly thread: (s: WebhookSubscription, cause: InterrogationCause, p: string) => ImageThread;
   /** Asks for a full collection of this thread's heap (`collector.ts`). */
   readonly collect?: (() => void) | undefined;
   readonly connectorId: string;
@@ -70,7 +70,7 @@ interface Hooks {
  * (on the main connection), the image and the requests on the run's thread, started once the run
  * is known to have work and ended when it completes or is cut short.
  */
-const imageInterrogation = (d: InterrogationDeps, threads: Set<ImageThread>, s: Subscription, cause: InterrogationCause, hooks: Hooks = {}): Interrogation => ({
+const imageInterrogation = (d: InterrogationDeps, threads: Set<ImageThread>, s: WebhookSubscription, cause: InterrogationCause, hooks: Hooks = {}): Interrogation => ({
   cause,
   begin: (): InterrogationRun => {
     let thread: ImageThread | undefined;
@@ -100,7 +100,7 @@ const imageInterrogation = (d: InterrogationDeps, threads: Set<ImageThread>, s: 
           const next = await thread.next();
           if (next === null) return null;
           // this thread's garbage goes now, not into the peak (measured for 1,000,000 points under
-          // load, when it was every 50 requests: peak RSS growth beyond the load's 28 MB with it, 45 MB without)
+          // load: peak RSS growth beyond the load's 28 MB with a collection every 50 requests, 45 MB without any)
           if (++k % COLLECT_EVERY_REQUESTS === 0) d.collect?.();
           // the body stays on the thread: see `RunSender`
           return interrogationRequest(cause, p, k, next.size);
@@ -143,9 +143,9 @@ const mailbox = () => {
 
 export interface Interrogations {
   /** The initial interrogation of a webhook with `initialState`, for its lane to begin with. */
-  initial(s: Subscription): Interrogation | undefined;
+  initial(s: WebhookSubscription): Interrogation | undefined;
   /** The interrogations asked of a webhook later (periodic ones, requested ones). */
-  asks(s: Subscription): Observable<Interrogation>;
+  asks(s: WebhookSubscription): Observable<Interrogation>;
   /** `POST /api/webhooks/{index}/interrogation`: queued, or refused while one is queued or running. */
   request(index: number): 'queued' | 'not_found' | 'busy';
   /** What the lane said of an interrogation of webhook `index` (a queued or running one ended, or not). */
@@ -158,11 +158,11 @@ export interface Interrogations {
   close(): Promise<void>;
 }
 
-export const makeInterrogations = (d: InterrogationDeps, subscriptions: readonly Subscription[]): Interrogations => {
+export const makeInterrogations = (d: InterrogationDeps, subscriptions: readonly WebhookSubscription[]): Interrogations => {
   const boxes = subscriptions.map(() => mailbox());
   /** The threads of runs under way. */
   const threads = new Set<ImageThread>();
-  const interrogationOf = (s: Subscription, cause: InterrogationCause, hooks?: Hooks) => imageInterrogation(d, threads, s, cause, hooks);
+  const interrogationOf = (s: WebhookSubscription, cause: InterrogationCause, hooks?: Hooks) => imageInterrogation(d, threads, s, cause, hooks);
   /** Interrogations of each webhook asked for and not yet ended (completed or skipped). */
   const busy = subscriptions.map(() => 0);
   const timers = new Set<NodeJS.Timeout>();
@@ -181,7 +181,7 @@ export const makeInterrogations = (d: InterrogationDeps, subscriptions: readonly
     return () => clearInterval(t);
   };
 
-  const initialOf = (s: Subscription): Interrogation => {
+  const initialOf = (s: WebhookSubscription): Interrogation => {
     const field = safeUrl(s.webhook.url);
     const lock = interrogationLockKey(d.connectorId, s.index);
     let stopRenew: (() => void) | undefined;
@@ -212,7 +212,7 @@ export const makeInterrogations = (d: InterrogationDeps, subscriptions: readonly
     });
   };
 
-  const periodicOf = (s: Subscription, periodMs: number): Interrogation => {
+  const periodicOf = (s: WebhookSubscription, periodMs: number): Interrogation => {
     const key = periodicKey(d.connectorId, s.index);
     let stopRenew: (() => void) | undefined;
     return interrogationOf(s, 'periodic', {
@@ -235,7 +235,7 @@ export const makeInterrogations = (d: InterrogationDeps, subscriptions: readonly
   };
 
   /** A period is up: this replica performs it if it claims the key, else looks again when the key expires. */
-  const due = (s: Subscription, periodMs: number): void => {
+  const due = (s: WebhookSubscription, periodMs: number): void => {
     if (stopped) return;
     const key = periodicKey(d.connectorId, s.index);
     void (async () => {

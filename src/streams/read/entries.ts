@@ -51,11 +51,12 @@ export const decodeReadReply = (u: unknown, stream: string): StreamEntry[] => {
 const ADDRESS = /^[0-9]+$/;
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
-const num = (u: unknown): number | undefined => (typeof u === 'number' && Number.isInteger(u) ? u : undefined);
+/** An integer, or undefined for anything else. */
+const integerOf = (u: unknown): number | undefined => (typeof u === 'number' && Number.isInteger(u) ? u : undefined);
 
 /** The entry with the point's `casdu`, `ioa` and `type` where they are integers (the filter's view of it); one shape for every entry. */
 const decoded = (id: string, json: string, point: Record<string, unknown>, traceparent: string | undefined): DecodedEntry => ({
-  id, json, casdu: num(point.casdu), ioa: num(point.ioa), type: num(point.type), traceparent,
+  id, json, casdu: integerOf(point.casdu), ioa: integerOf(point.ioa), type: integerOf(point.type), traceparent,
 });
 
 /**

@@ -4,7 +4,7 @@ import type { BacklogItem } from '../webhook/backlog';
 import type { Batch } from './batches';
 import type { GroupHealth } from './groupHealth';
 import type { LossReport } from './lossTracker';
-import type { Subscription } from '../webhook/subscription';
+import type { WebhookSubscription } from '../webhook/subscription';
 import type { Logger } from 'pino';
 
 /** CONTRACT 6.6: a write that keeps failing is logged at most this often per kind and cause. */
@@ -49,11 +49,11 @@ export const pushObserver = (log: Logger, metrics: Metrics, group: string, retry
       if (r.lagWarning) log.warn({ group, lag: h.lag, length: h.length }, 'consumer group lag is over half of the stream length; entries may be trimmed before they are read');
     },
     groupHealthFailed: (err: Error): void => log.debug({ err: err.message }, 'stream health check failed'),
-    backlogDropped: (s: Subscription, item: BacklogItem): void => {
+    backlogDropped: (s: WebhookSubscription, item: BacklogItem): void => {
       metrics.deadLetterDropped.inc({ webhook: String(s.index), host: s.host });
       log.error({ webhook: s.index, host: s.host, webhookId: item.webhookId, deadLetterId: item.id }, 'a backlog batch was trimmed by Webhooks:DeadLetterMaxLength before it was delivered');
     },
-    backlogReadFailed: (s: Subscription, err: Error): void => log.debug({ webhook: s.index, err: err.message }, 'reading the webhook backlog failed'),
+    backlogReadFailed: (s: WebhookSubscription, err: Error): void => log.debug({ webhook: s.index, err: err.message }, 'reading the webhook backlog failed'),
     /** XREADGROUP is a write to Redis (it moves the group): refused while Redis is out of memory. */
     readFailed: (err: unknown): void =>
       isOutOfMemory((err as Error).message)

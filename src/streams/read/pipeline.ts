@@ -8,15 +8,15 @@ import type { BatchRecord, DeliveryState } from './deliveryState';
 import type { ReadChunk } from './reader';
 import { partFor } from '../webhook/filter';
 import { regroup } from './regroup';
-import type { Subscription } from '../webhook/subscription';
+import type { WebhookSubscription } from '../webhook/subscription';
 
 export interface PipelineOptions {
   /** One per configured webhook, in order (`makeSubscriptions`). */
-  readonly subscriptions: readonly Subscription[];
+  readonly subscriptions: readonly WebhookSubscription[];
   readonly windowMs: number;
   readonly maxSize: number;
   /** Builds a subscription's lane (see `webhookLane`). */
-  readonly lane: (subscription: Subscription) => OperatorFunction<Batch, LaneResult>;
+  readonly lane: (subscription: WebhookSubscription) => OperatorFunction<Batch, LaneResult>;
   /** Records, marks and acknowledgements (see `DeliveryState`); each retries by itself until it lands or is unsubscribed. */
   readonly state: Pick<DeliveryState, 'record' | 'markDone' | 'ack'>;
   readonly onUndecodable: (id: string, reason: string) => void;
@@ -72,7 +72,7 @@ export const markAsDone = (lanes: number, keys: readonly string[], markDone: Del
  * A batch of these entries (re-formed along its record, when it has one) with the part of each
  * filtered webhook (CONTRACT 4.5; `partFor`): worked out once, where the entries are at hand.
  */
-export const formBatch = (subscriptions: readonly Subscription[]) => {
+export const formBatch = (subscriptions: readonly WebhookSubscription[]) => {
   const filtered = subscriptions.filter((s) => s.webhook.filter !== undefined);
   return (entries: readonly DecodedEntry[], record?: BatchRecord): Batch => {
     const batch = toBatch(entries, record);

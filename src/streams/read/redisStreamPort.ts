@@ -12,7 +12,8 @@ import type { ConsumerInfo, StreamPort } from './reader';
 /** One below the highest stream ID (see `touch`). */
 const TOUCH_AFTER = '18446744073709551615-18446744073709551614';
 
-const num = (u: unknown): number => (typeof u === 'number' ? u : Number(u));
+/** A number, or a number written as a string (NaN for anything else). */
+const toNumber = (u: unknown): number => (typeof u === 'number' ? u : Number(u));
 
 /** The last ID of the recorded batch that holds `id` and goes on past it; undefined when none does. */
 export const lastOfBatch = (records: BatchRecords, id: string): string | undefined => {
@@ -22,7 +23,7 @@ export const lastOfBatch = (records: BatchRecords, id: string): string | undefin
 
 /** `XINFO CONSUMERS` under RESP2: one flat `[name, n, pending, n, idle, ms, …]` per consumer. Total. */
 export const decodeConsumers = (u: unknown): ConsumerInfo[] =>
-  (Array.isArray(u) ? u : []).map(flatRecord).map((r) => ({ name: String(r.name), pending: num(r.pending) || 0, idleMs: num(r.idle) || 0 }));
+  (Array.isArray(u) ? u : []).map(flatRecord).map((r) => ({ name: String(r.name), pending: toNumber(r.pending) || 0, idleMs: toNumber(r.idle) || 0 }));
 
 /**
  * The live StreamPort. Reads and claims go over `blocking`, a connection of their own (a blocked
@@ -81,7 +82,7 @@ export const redisStreamPort = (blocking: Redis, connectorId: string, consumer: 
     settled: () =>
       defer(async (): Promise<Settled> => {
         const summary = (await blocking.call('XPENDING', UPDATES_STREAM, group)) as unknown[];
-        if (num(summary[0]) > 0) return { before: String(summary[1]) };
+        if (toNumber(summary[0]) > 0) return { before: String(summary[1]) };
         const groups = ((await blocking.call('XINFO', 'GROUPS', UPDATES_STREAM)) as unknown[]).map(flatRecord);
         return { upTo: String(groups.find((g) => g.name === group)?.['last-delivered-id'] ?? '0-0') };
       }),

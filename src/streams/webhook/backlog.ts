@@ -6,7 +6,7 @@ import type { Batch } from '../read/batches';
 import { persist } from '../store/persist';
 import { decodeRange, decodeStreamId, flatRecord, numberOrNull } from '../store/replies';
 import { compareIds } from '../store/streamIds';
-import { bodyText, JSON_CONTENT_TYPE, type Body } from './body';
+import { JSON_CONTENT_TYPE, type Body } from './body';
 import { byStreamOrder, decodeBacklogEntry, encodeTraces, REDRIVABLE, type BacklogEntry, type BacklogItem, type BacklogReason } from './backlogEntry';
 
 /**

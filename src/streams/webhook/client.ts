@@ -8,7 +8,7 @@ import type { Webhook } from '../../config/webhookSettings';
 import type { Batch } from '../read/batches';
 import type { PostBatch, WebhookResponse } from './answers';
 import { oauth2Tokens } from './oauth2';
-import type { Subscription } from './subscription';
+import type { WebhookSubscription } from './subscription';
 import { formatOf, renderBody, type Body } from './body';
 import { safeUrl } from '../../config/urls';
 import type { DeliveryTrace, Tracing } from '../../telemetry/tracing';
@@ -54,7 +54,7 @@ export interface ClientTracing {
 }
 
 /** The `process process:updates` span of one request (CONTRACT 9), linked to its entries' contexts; none without tracing. */
-export const deliveryTraces = (sub: Pick<Subscription, 'index' | 'webhook'>, traced: ClientTracing | undefined): ((batch: Batch) => DeliveryTrace | undefined) => {
+export const deliveryTraces = (sub: Pick<WebhookSubscription, 'index' | 'webhook'>, traced: ClientTracing | undefined): ((batch: Batch) => DeliveryTrace | undefined) => {
   if (traced === undefined) return () => undefined;
   const spanUrl = safeUrl(sub.webhook.url);
   return (batch) => traced.tracing.delivery({
@@ -63,7 +63,7 @@ export const deliveryTraces = (sub: Pick<Subscription, 'index' | 'webhook'>, tra
   });
 };
 
-export type ClientSubscription = Pick<Subscription, 'index' | 'webhook' | 'settings' | 'files'>;
+export type ClientSubscription = Pick<WebhookSubscription, 'index' | 'webhook' | 'settings' | 'files'>;
 
 /**
  * A subscription's own client (CONTRACT 4.2, 6.5): axios on keep-alive agents of its own (a

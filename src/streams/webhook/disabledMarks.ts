@@ -4,7 +4,7 @@ import { defer, map, type Observable, of } from 'rxjs';
 import { webhookFingerprint, type Webhook } from '../../config/webhookSettings';
 import { disabledKey } from '../../mapping/keys';
 import { persist } from '../store/persist';
-import type { Subscription } from './subscription';
+import type { WebhookSubscription } from './subscription';
 
 /** Where a webhook's 410 Gone is remembered across restarts and replicas (CONTRACT 4.5). */
 export interface DisabledMark {
@@ -33,7 +33,7 @@ export const redisDisabledMarks = (redis: Redis, connectorId: string, retryMs: n
   const key = disabledKey(connectorId);
   return {
     /** The keys of the subscriptions disabled now; stale marks of these subscriptions deleted. */
-    load: async (subs: readonly Subscription[]): Promise<Set<string>> => {
+    load: async (subs: readonly WebhookSubscription[]): Promise<Set<string>> => {
       const marks = await redis.hgetall(key);
       const disabled = new Set<string>();
       const stale: string[] = [];
@@ -46,7 +46,7 @@ export const redisDisabledMarks = (redis: Redis, connectorId: string, retryMs: n
       if (stale.length > 0) await redis.hdel(key, ...stale);
       return disabled;
     },
-    mark: (s: Subscription): DisabledMark => {
+    mark: (s: WebhookSubscription): DisabledMark => {
       const digest = settingsDigest(s.webhook);
       return {
         disable: (): Observable<unknown> => persist(retryMs, () => redis.hset(key, s.key, digest), onWriteError),
@@ -57,4 +57,4 @@ export const redisDisabledMarks = (redis: Redis, connectorId: string, retryMs: n
 };
 
 /** An operator's replay delivered to the webhook: enabled again (every replica's lane sees it within a probe interval). */
-export const enableWebhook = (redis: Redis, connectorId: string, s: Subscription): Promise<number> => redis.hdel(disabledKey(connectorId), s.key);
+export const enableWebhook = (redis: Redis, connectorId: string, s: WebhookSubscription): Promise<number> => redis.hdel(disabledKey(connectorId), s.key);

@@ -15,7 +15,8 @@ import { compareIds } from '../store/streamIds';
  *    for the webhook when the batch was formed, as long as every matching entry lies within it
  *    (entries deleted from the stream meanwhile do not change it, as for a whole batch).
  */
-const inRanges = (rs: Ranges | undefined, v: number | undefined): boolean => {
+/** Whether `v` lies in one of the ranges; every value does when there are none, and no value when `v` is missing. */
+export const inRanges = (rs: Ranges | undefined, v: number | undefined): boolean => {
   if (rs === undefined) return true;
   if (v === undefined) return false;
   for (const [lo, hi] of rs) if (v >= lo && v <= hi) return true;

@@ -11,7 +11,7 @@ import * as L from './laneState';
 import type { WebhookState } from './laneState';
 import { laneRedrive, type RedriveContext } from './redrive';
 import { webhookSending, type AttemptEvent, type AttemptsEnd } from './sending';
-import type { Subscription } from './subscription';
+import type { WebhookSubscription } from './subscription';
 import { pullEach, type Interrogation, type InterrogationEvent, type RunSender } from '../interrogation/interrogation';
 import type { AttemptResult, PostBatch } from './answers';
 
@@ -56,7 +56,7 @@ const REPORTED: ReadonlySet<L.LaneEvent['kind']> = new Set(['delivered', 'failed
 const DISABLED: AttemptResult = { ok: false, retryable: false, reason: 'webhook disabled: it answered 410 Gone', gone: true };
 
 export interface LaneOptions {
-  readonly subscription: Subscription;
+  readonly subscription: WebhookSubscription;
   /** The webhook's 410 mark; `initiallyDisabled` is what it said at start. */
   readonly disabled?: DisabledMark;
   readonly initiallyDisabled?: boolean;

@@ -6,7 +6,7 @@ import type { BacklogReason } from './backlogEntry';
 import type { AttemptResult } from './answers';
 import type { LaneObserver, LaneStatus, WebhookState } from './lane';
 import type { InterrogationCause } from '../interrogation/interrogation';
-import type { Subscription } from './subscription';
+import type { WebhookSubscription } from './subscription';
 import type { Logger } from 'pino';
 
 /** One webhook as `GET /api/webhooks` shows it (CONTRACT 4.4): never a full URL, query, header or secret. */
@@ -34,7 +34,7 @@ export interface WebhookStatus {
 export const STATES: readonly WebhookState[] = ['healthy', 'retrying', 'open', 'redriving', 'disabled'];
 
 /** The delivery status of every configured webhook, written by their lanes' observers. */
-export const makeStatusBoard = (subscriptions: readonly Subscription[]): WebhookStatus[] =>
+export const makeStatusBoard = (subscriptions: readonly WebhookSubscription[]): WebhookStatus[] =>
   subscriptions.map(({ index, host, webhook: w }) => ({
     index, host, state: 'healthy', consecutiveFailures: 0, lastSuccessAt: null, lastFailureAt: null,
     lastError: null, inFlight: 0, queued: 0, backlog: 0,
@@ -91,7 +91,7 @@ const METRIC_REASON: Record<BacklogReason, string> = { exhausted: 'exhausted', o
  * the backlog and per change of state; metrics labelled by index and host; the status board.
  */
 export const laneObserver = (
-  s: Subscription,
+  s: WebhookSubscription,
   deps: { log: Logger; metrics: Metrics; board: WebhookStatus[]; backlogSize: () => number; now?: () => Date },
 ): LaneObserver & { readonly backlogChanged: () => void } => {
   const { index, host } = s;

@@ -6,10 +6,10 @@ import { webhookKey } from '../read/deliveryState';
 import type { LaneSettings } from './laneState';
 
 /**
- * A webhook as the push side serves it: what the configuration says of it (URL, headers, secrets,
- * and the settings of its own that later issues add) with the process defaults merged in once,
- * here. Everything per webhook — its lane, its client, its backlog, its observer — is made from
- * its subscription.
+ * A webhook as the push side serves it: what the configuration says of it (its fields:
+ * `src/config/webhookSettings.ts`) with the process defaults merged in once, here. Everything per
+ * webhook — its lane, its client, its sending, its backlog, its observer — is made from its
+ * subscription.
  */
 export interface DeliverySettings extends LaneSettings {
   readonly maxAttempts: number;
@@ -22,7 +22,7 @@ export interface DeliverySettings extends LaneSettings {
   readonly maxRequestsPerSecond?: number;
 }
 
-export interface Subscription {
+export interface WebhookSubscription {
   readonly index: number;
   readonly webhook: Webhook;
   /** The webhook as the delivery records know it (`webhookKey`). */
@@ -49,7 +49,7 @@ export const deliveryDefaults = (w: StartupSettings['webhooks']): DeliverySettin
 });
 
 /** One subscription per configured webhook, in configuration order. */
-export const makeSubscriptions = (webhooks: readonly Webhook[], defaults: DeliverySettings, files: readonly WebhookFiles[] = []): Subscription[] =>
+export const makeSubscriptions = (webhooks: readonly Webhook[], defaults: DeliverySettings, files: readonly WebhookFiles[] = []): WebhookSubscription[] =>
   webhooks.map((webhook, index) => ({
     index, webhook, key: webhookKey(index, webhook.url), host: urlHost(webhook.url), files: files[index] ?? {},
     settings: webhook.maxRequestsPerSecond === undefined ? defaults : { ...defaults, maxRequestsPerSecond: webhook.maxRequestsPerSecond },
