@@ -8,6 +8,8 @@ module.exports = {
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/image/'],
   // Each test file starts its own redis-server; two workers match the two cores.
   maxWorkers: 2,
+  // every program the tests start is checked first (support/prerequisites.ts)
+  globalSetup: '<rootDir>/test/globalSetup.ts',
   testTimeout: 60000,
   // A test that fails before its own clean-up must not hang the run (CI has a time limit): the
   // helpers close what they start; this is the safety net.

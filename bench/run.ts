@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRedisServer } from '../support/redisServer';
 import { benchMappingsConfig, benchPayload } from './fixtures';
+import { missingMessage, missingPrograms } from '../support/prerequisites';
 import {
   cpuMs, freePort, httpGet, memory, nextMessage, printTable, resetPeak, saveResult, SECONDS, sleep,
   startConnector, startRedis, startScript, stop, waitReady, type Row,
@@ -763,6 +764,11 @@ const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   const unknown = wanted.filter((w) => !(w in SCENARIOS));
   if (unknown.length > 0) {
     process.stderr.write(`unknown scenario(s): ${unknown.join(', ')}; known: ${Object.keys(SCENARIOS).join(', ')}\n`);
+    process.exit(2);
+  }
+  const missing = missingPrograms(['redis-server', 'openssl']);
+  if (missing.length > 0) {
+    process.stderr.write(`${missingMessage(missing)}\n`);
     process.exit(2);
   }
   const redis = await startRedis();

@@ -59,6 +59,7 @@ import { freePort } from '../support/freePort';
 import { startRedisServer } from '../support/redisServer';
 import { keyOf, StreamOrderedState } from '../support/streamOrder';
 import { BIN_PATH } from '../src/version';
+import { missingMessage, missingPrograms } from '../support/prerequisites';
 
 const SECONDS = Number(process.env.CHAOS_SECONDS ?? 300);
 const SEED = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -812,6 +813,11 @@ const printTable = (rows: Row[]) => {
 };
 
 const run = async (): Promise<number> => {
+  const programs = missingPrograms(['redis-server']);
+  if (programs.length > 0) {
+    process.stderr.write(`${missingMessage(programs)}\n`);
+    return 2;
+  }
   say(`chaos: seed ${SEED}, ${SECONDS} s of faults at ${RATE} entries/s and ${POST_RATE} POSTs/s, claim idle ${CLAIM_IDLE_MS} ms (repeat with CHAOS_SEED=${SEED})`);
   redisPort = await freePort();
   await startRedis();

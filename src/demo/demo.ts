@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from '../../support/freePort';
+import { missingMessage, missingPrograms } from '../../support/prerequisites';
 import { BIN_PATH } from '../version';
 import { configKey } from '../mapping/keys';
 
@@ -29,6 +30,12 @@ const post = (url: string, body: string): Promise<{ status: number; text: string
   });
 
 const main = async () => {
+  // before anything starts: without redis-server there is no demo, and the message says how to get it
+  const missing = missingPrograms(['redis-server']);
+  if (missing.length > 0) {
+    process.stderr.write(`${missingMessage(missing)}\n`);
+    process.exit(1);
+  }
   const dir = mkdtempSync(join(tmpdir(), 'rest-connectors-demo-'));
   const children: ChildProcess[] = [];
   let stopping = false;
