@@ -14,7 +14,7 @@ import { startInProcess, type InProcess } from './helpers/inProcess';
 import { privateRedis } from './helpers/redis';
 
 /**
- * Issue 13: the data routes' lean path (`src/http/dataPath.ts`) serves the exact method and path
+ * Issue 13: the data routes' lean path (`src/http/app/dataPath.ts`) serves the exact method and path
  * without express; variants (a trailing slash, another case, HEAD) still go through express. Both
  * must answer alike: every request here is sent both ways and the answers compared — status,
  * headers that matter, body, the request's log line and metrics.

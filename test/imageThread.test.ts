@@ -3,14 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { imageThread, type ThreadInit, type ThreadLogLevel } from '../src/runtime/interrogation/imageThread';
-import { interrogationRequest, type ImageThread } from '../src/streams/interrogation/interrogation';
+import { interrogationRequest } from '../src/streams/webhook/interrogation';
+import type { ImageThread } from '../src/streams/interrogation/thread';
 import { sign } from '../src/streams/webhook/client';
 import { Receiver } from './helpers/receiver';
 import { privateRedis, TestRedis } from './helpers/redis';
 
 /**
  * CONTRACT 4.6: an interrogation run reads the image and sends its requests on a thread of its own
- * (src/runtime/imageThread.ts). Against a real Redis and a real receiver: what it reads, what it
+ * (src/runtime/interrogation/imageThread.ts). Against a real Redis and a real receiver: what it reads, what it
  * sends (the webhook's headers and signature), what it answers, and its faults — Redis away, a
  * command that times out, a request cut, a thread closed or dead.
  */
@@ -96,7 +97,7 @@ it('sends a request with the webhook\'s headers and signature and answers with i
   await expect(t.take('gi-5-0-1')).rejects.toThrow('the body of gi-5-0-1 is gone');
 });
 
-it('memory of a body answered 2xx is used again (src/runtime/bodyPool.ts): 40 requests of bodies that differ in size, two in flight, each arrives whole and its own; a request answered 503 goes out the same again', async () => {
+it('memory of a body answered 2xx is used again (src/runtime/interrogation/bodyPool.ts): 40 requests of bodies that differ in size, two in flight, each arrives whole and its own; a request answered 503 goes out the same again', async () => {
   const pairs: string[] = [];
   const stored = (i: number) => JSON.stringify({ casdu: 1, ioa: i, type: 36, value: 'x'.repeat((i * 37) % 300) });
   for (let i = 0; i < 120; i++) pairs.push(`process:image:casdu:1:ioa:${i}`, stored(i));

@@ -1,7 +1,7 @@
 import { toBatch } from '../src/streams/read/batches';
 import { backlogBatch } from '../src/streams/webhook/backlogEntry';
 import { bodyText, DATAPOINTS, formatOf, renderBody, renderedNow, storedPoints, type BodyFormat } from '../src/streams/webhook/body';
-import { interrogationBatch, interrogationRequest } from '../src/streams/interrogation/interrogation';
+import { interrogationBatch, interrogationRequest } from '../src/streams/webhook/interrogation';
 
 /** The one body module (src/streams/webhook/body.ts): what every sender's body is made from, and made once per batch and format. */
 const points = ['{"casdu":1,"ioa":1,"value":1}', '{"casdu":1,"ioa":2,"value":"é"}'];

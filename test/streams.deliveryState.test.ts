@@ -3,7 +3,7 @@ import { batchesKey } from '../src/mapping/keys';
 import { decodeRecords, redisDeliveryState, webhookKey } from '../src/streams/read/deliveryState';
 import { privateRedis } from './helpers/redis';
 
-/** The invariants written at the top of src/streams/deliveryState.ts, against a real Redis. */
+/** The invariants written at the top of src/streams/read/deliveryState.ts, against a real Redis. */
 const r = privateRedis();
 beforeEach(() => r.client.flushall());
 

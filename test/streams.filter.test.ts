@@ -4,7 +4,7 @@ import { bodyText, DATAPOINTS, renderBody } from '../src/streams/webhook/body';
 import type { DecodedEntry } from '../src/streams/read/entries';
 import { matches, partFor } from '../src/streams/webhook/filter';
 
-/** The invariants at the top of src/streams/filter.ts, one test each. */
+/** The invariants at the top of src/streams/webhook/filter.ts, one test each. */
 const point = (id: string, casdu?: number, ioa?: number, type?: number): DecodedEntry => ({
   id, json: JSON.stringify({ casdu, ioa, type }), casdu, ioa, type,
 });

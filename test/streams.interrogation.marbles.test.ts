@@ -7,7 +7,7 @@ import { bodyText, DATAPOINTS, renderBody, storedContent } from '../src/streams/
 import { toBatch, type Batch } from '../src/streams/read/batches';
 import { webhookLane, type LaneObserver, type LaneResult } from '../src/streams/webhook/lane';
 import { webhookKey } from '../src/streams/read/deliveryState';
-import { interrogationBatch, pullEach, type Interrogation, type InterrogationEvent } from '../src/streams/interrogation/interrogation';
+import { interrogationBatch, pullEach, type Interrogation, type InterrogationEvent } from '../src/streams/webhook/interrogation';
 import type { WebhookSubscription } from '../src/streams/webhook/subscription';
 
 /**

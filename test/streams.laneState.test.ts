@@ -1,12 +1,12 @@
 import * as L from '../src/streams/webhook/laneState';
 
-/** One table per invariant of src/streams/laneState.ts: the lane's rules without a scheduler, a request or a backlog. */
+/** One table per invariant of src/streams/webhook/laneState.ts: the lane's rules without a scheduler, a request or a backlog. */
 const S = (over: Partial<L.LaneSettings> = {}): L.LaneSettings => ({ queueCap: 2, circuitThreshold: 2, autoRedrive: true, ...over });
 const at = (over: Partial<L.LaneState> = {}, s = S()): L.LaneState => ({ ...L.initialLaneState(s), backlogWaits: false, ...over });
 /** Applies events in order; returns the final state. */
 const after = (s: L.LaneSettings, state: L.LaneState, ...events: Array<(x: L.LaneState) => L.LaneState>): L.LaneState => events.reduce((x, e) => e(x), state);
 
-describe('lane state (src/streams/laneState.ts)', () => {
+describe('lane state (src/streams/webhook/laneState.ts)', () => {
   it('1: a batch the webhook already has is skipped, whatever else holds (circuit, backlog, full queue)', () => {
     for (const state of [at(), at({ open: true }), at({ backlogWaits: true }), at({ depth: 2 })]) {
       const [next, arrival] = L.arrive(state, S(), true);

@@ -8,7 +8,7 @@ import type { PostBatch, WebhookResponse } from '../src/streams/webhook/answers'
 import { memoryDisabledMark, type DisabledMark } from '../src/streams/webhook/disabledMarks';
 import { webhookLane, type LaneObserver, type LaneResult } from '../src/streams/webhook/lane';
 import type { DecodedEntry, StreamEntry } from '../src/streams/read/entries';
-import { pushPipeline$, type PipelineEvent } from '../src/streams/read/pipeline';
+import { pushPipeline$, type PipelineEvent } from '../src/streams/push/pipeline';
 import { readUpdates$, wholeBatches, type ConsumerInfo, type ReaderOptions, type ReadChunk, type StreamPort } from '../src/streams/read/reader';
 import { regroup } from '../src/streams/read/regroup';
 import type { Webhook } from '../src/config/webhookSettings';

@@ -4,7 +4,8 @@ import { Worker } from 'node:worker_threads';
 import { Observable } from 'rxjs';
 import type { WebhookResponse } from '../../streams/webhook/answers';
 import type { Batch } from '../../streams/read/batches';
-import type { ImageThread, InterrogationCause, TakenBody } from '../../streams/interrogation/interrogation';
+import type { ImageThread, TakenBody } from '../../streams/interrogation/thread';
+import type { InterrogationCause } from '../../streams/webhook/interrogation';
 import type { ClientSubscription } from '../../streams/webhook/client';
 import type { DeliveryTrace } from '../../telemetry/tracing';
 

@@ -2,7 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { Subscription } from 'rxjs';
 import { classifyResponse } from '../../streams/webhook/answers';
 import { imageReader, sortInPlace, type ImageReader } from '../../streams/image/image';
-import { interrogationBatch } from '../../streams/interrogation/interrogation';
+import { interrogationBatch } from '../../streams/webhook/interrogation';
 import type { Batch } from '../../streams/read/batches';
 import { webhookClient } from '../../streams/webhook/client';
 import { bodyText, formatOf, renderBody, renderedNow } from '../../streams/webhook/body';
@@ -39,7 +39,7 @@ let reader: ImageReader | undefined;
 const posts = new Map<number, Subscription>();
 /**
  * The requests read and not yet answered 2xx or taken for the backlog, by `webhook-id`: each one
- * object, so that its body is encoded once however often it is sent (`webhookClient`).
+ * object, with its body made once, ahead (`renderedNow`), however often it is sent.
  */
 const requests = new Map<string, Batch>();
 let k = 0;

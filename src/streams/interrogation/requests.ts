@@ -2,9 +2,10 @@ import type { Redis } from 'ioredis';
 import { defer, map, Observable, type Observer } from 'rxjs';
 import { safeUrl } from '../../config/urls';
 import { interrogatedKey, interrogationLockKey, periodicKey, UPDATES_STREAM } from '../../mapping/keys';
-import { interrogationRequest, type ImageThread, type Interrogation, type InterrogationCause, type InterrogationEvent, type InterrogationRun } from './interrogation';
+import { interrogationRequest, type Interrogation, type InterrogationCause, type InterrogationEvent, type InterrogationRun } from '../webhook/interrogation';
 import type { WebhookSubscription } from '../webhook/subscription';
 import { storedContent } from '../webhook/body';
+import type { ImageThread } from './thread';
 
 /**
  * CONTRACT 4.6, the edge of interrogations: when each one is asked for (`initialState` at start,

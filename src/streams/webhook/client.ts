@@ -40,7 +40,7 @@ export const MAX_ANSWER_BODY_BYTES = 4096;
 export interface WebhookClient {
   readonly post: PostBatch;
   /**
-   * A request whose spans another thread keeps (an interrogation's, `src/runtime/imageThread.ts`):
+   * A request whose spans another thread keeps (an interrogation's, `src/runtime/interrogation/imageThread.ts`):
    * `traceparent`, when given, goes out as the context of the caller's client span.
    */
   postAs(batch: Batch, traceparent: string | undefined): ReturnType<PostBatch>;

@@ -12,7 +12,7 @@ import type { WebhookState } from './laneState';
 import { laneRedrive, type RedriveContext } from './redrive';
 import { webhookSending, type AttemptEvent, type AttemptsEnd } from './sending';
 import type { WebhookSubscription } from './subscription';
-import { pullEach, type Interrogation, type InterrogationEvent, type RunSender } from '../interrogation/interrogation';
+import { pullEach, type Interrogation, type InterrogationEvent, type RunSender } from './interrogation';
 import type { AttemptResult, PostBatch } from './answers';
 
 /**
@@ -60,7 +60,7 @@ export interface LaneOptions {
   /** The webhook's 410 mark; `initiallyDisabled` is what it said at start. */
   readonly disabled?: DisabledMark;
   readonly initiallyDisabled?: boolean;
-  /** The subscription's own client (`webhookClient`); marble tests pass cold observables. */
+  /** The subscription's own client (`client.ts`); marble tests pass cold observables. */
   readonly post: PostBatch;
   readonly backoff: (attempt: number) => number;
   readonly backlog: LaneBacklog;
@@ -87,6 +87,9 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
     const scheduler = o.scheduler ?? asyncScheduler;
     const format = formatOf(o.subscription.webhook);
     let state = L.initialLaneState(settings, o.initiallyDisabled === true);
+    /** Tells the redrive the backlog may have work (`redrive.ts`); `done$`: the lane's batches and interrogations are over. */
+    const wake$ = new Subject<void>();
+    const done$ = new Subject<void>();
     const report = () =>
       o.observer.status({ state: L.shownState(state, settings), consecutiveFailures: state.failures, inFlight: sending.inFlight(), queued: state.depth });
     /**
@@ -108,8 +111,6 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
       slots: () => report(),
     });
     const mark = o.disabled ?? memoryDisabledMark();
-    const wake$ = new Subject<void>();
-    const done$ = new Subject<void>();
     const result = (batch: Batch, outcome: LaneOutcome): LaneResult => ({ webhook: index, batch, outcome });
     const attempted = (events$: Observable<AttemptEvent>): Observable<AttemptsEnd> =>
       events$.pipe(

@@ -2,8 +2,9 @@ import { REDRIVABLE, type BacklogReason } from './backlogEntry';
 
 /**
  * The state of one webhook's lane (CONTRACT 4.2, 4.4) and how each event changes it: a pure
- * transition function. The RxJS lane (`deliver.ts`) sends the requests, waits and writes; it asks
- * this module what to do with a batch and tells it what happened.
+ * transition function (`step`, over the events of `LaneEvent`). The RxJS lane (`lane.ts`) sends
+ * the requests, waits and writes; it asks this module what to do with a batch and tells it what
+ * happened, and never changes the state otherwise.
  *
  * Invariants (each has a row in test/streams.laneState.test.ts):
  * 1. A batch the webhook already has (re-formed after a restart, marked done), or of which its
@@ -31,7 +32,7 @@ import { REDRIVABLE, type BacklogReason } from './backlogEntry';
  * 10. An interrogation (CONTRACT 4.6) takes its place in the order: the batches that arrived before
  *    it was asked for get their first attempts first; a batch that arrives after it waits until
  *    every request of it was answered 2xx or put in the backlog; its own requests are batches to
- *    every rule above. The lane keeps this with one gate per interrogation (`deliver.ts`; its rows
+ *    every rule above. The lane keeps this with one gate per interrogation (`lane.ts`; its rows
  *    are in test/streams.interrogation.marbles.test.ts); in the backlog, its requests sit after the
  *    batches that begin at or before its `P` (`byStreamOrder`).
  */

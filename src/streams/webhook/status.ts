@@ -5,7 +5,7 @@ import type { WeightedSeries } from '../../telemetry/weightedHistogram';
 import type { BacklogReason } from './backlogEntry';
 import type { AttemptResult } from './answers';
 import type { LaneObserver, LaneStatus, WebhookState } from './lane';
-import type { InterrogationCause } from '../interrogation/interrogation';
+import type { InterrogationCause } from './interrogation';
 import type { WebhookSubscription } from './subscription';
 import type { Logger } from 'pino';
 

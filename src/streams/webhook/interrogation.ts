@@ -1,11 +1,11 @@
 import { defaultIfEmpty, Observable, Subscription, take } from 'rxjs';
-import type { PostBatch } from '../webhook/answers';
+import type { PostBatch } from './answers';
 import type { Batch } from '../read/batches';
 
 /**
  * CONTRACT 4.6: an interrogation as a subscription's lane sees it. The lane knows nothing of
  * Redis: it is given interrogations, begins a run of each in its order (invariant 10 in
- * `deliver.ts`), pulls the run's requests one at a time, and tells the run when every request
+ * `lane.ts`), pulls the run's requests one at a time, and tells the run when every request
  * has been answered 2xx or put in the backlog.
  */
 export type InterrogationCause = 'interrogation' | 'periodic';
@@ -37,30 +37,6 @@ export interface InterrogationRun {
 export interface RunSender {
   readonly post: PostBatch;
   withBody(batch: Batch): Observable<Batch>;
-}
-
-/** A request's body as its thread rendered it, taken for the backlog. */
-export interface TakenBody {
-  readonly body: string;
-  readonly contentType: string;
-}
-
-/**
- * What reads a run's image and sends its requests (CONTRACT 4.6): in the product, a thread of its
- * own with a connection of its own (`src/runtime/interrogation/imageThread.ts`).
- */
-export interface ImageThread {
-  /**
-   * Reads the next request: its number of points, or null when the image has no more. Request `k`
-   * (from 1) is the `k`-th read; its body stays on the thread (`webhook-id` `gi-`/`pi-{P}-{k}`).
-   */
-  next(): Promise<{ readonly size: number } | null>;
-  /** Sends request `batch.webhookId` from the thread; its spans (CONTRACT 9) are made here. */
-  readonly post: PostBatch;
-  /** The request's body, for the backlog; the thread lets go of it (it does once a request is answered 2xx). */
-  take(webhookId: string): Promise<TakenBody>;
-  /** Ends the thread: a scan, a read or requests under way are cut. */
-  close(): void;
 }
 
 /** What the lane tells its observer of interrogations (the status, the metric, the log). */

@@ -1,13 +1,13 @@
 import {
   concatMap, connect, defer, endWith, filter, ignoreElements, map, merge, mergeMap, Observable, of, type OperatorFunction, type SchedulerLike,
 } from 'rxjs';
-import { batches, toBatch, type Batch } from './batches';
-import { decodeEntry, type DecodedEntry, type StreamEntry } from './entries';
+import { batches, toBatch, type Batch } from '../read/batches';
+import { decodeEntry, type DecodedEntry, type StreamEntry } from '../read/entries';
 import type { LaneResult } from '../webhook/lane';
-import type { BatchRecord, DeliveryState } from './deliveryState';
-import type { ReadChunk } from './reader';
+import type { BatchRecord, DeliveryState } from '../read/deliveryState';
+import type { ReadChunk } from '../read/reader';
 import { partFor } from '../webhook/filter';
-import { regroup } from './regroup';
+import { regroup } from '../read/regroup';
 import type { WebhookSubscription } from '../webhook/subscription';
 
 export interface PipelineOptions {

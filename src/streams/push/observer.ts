@@ -1,9 +1,9 @@
 import { isOutOfMemory } from '../store/replies';
 import type { Metrics } from '../../telemetry/metrics';
 import type { BacklogItem } from '../webhook/backlog';
-import type { Batch } from './batches';
-import type { GroupHealth } from './groupHealth';
-import type { LossReport } from './lossTracker';
+import type { Batch } from '../read/batches';
+import type { GroupHealth } from '../read/groupHealth';
+import type { LossReport } from '../read/lossTracker';
 import type { WebhookSubscription } from '../webhook/subscription';
 import type { Logger } from 'pino';
 
@@ -12,8 +12,8 @@ const WRITE_FAILURE_LOG_MS = 60_000;
 
 /**
  * The push side's log lines and metrics, next to what they describe; the composition root
- * (`outbound.ts`) only wires these to the streams. (A webhook's own lines and metrics are its
- * lane observer's: `webhookStatus.ts`.)
+ * (`src/runtime/outbound.ts`) only wires these to the streams. (A webhook's own lines and metrics are its
+ * lane observer's: `src/streams/webhook/status.ts`.)
  */
 export const pushObserver = (log: Logger, metrics: Metrics, group: string, retrySeconds: number, now: () => number = Date.now) => {
   const lastWriteFailure = new Map<string, number>();
