@@ -35,7 +35,7 @@ it('an interrogation\'s request: the points as bytes, copied once into the memor
 
 it('a resend carries its cause; an empty batch is an empty list', () => {
   expect(bodyText(renderBody(DATAPOINTS, { ...live(), cause: 'resend' }))).toBe(`{"datapoints":[${points.join(',')}],"cause":"resend"}`);
-  expect(bodyText(renderBody(DATAPOINTS, { ...live(), content: { kind: 'points', points: [] } }))).toBe('{"datapoints":[]}');
+  expect(bodyText(renderBody(DATAPOINTS, { ...live(), content: { kind: 'text', points: '' } }))).toBe('{"datapoints":[]}');
 });
 
 it('a backlog entry is sent as stored, with its content type; its size is read from its body', () => {

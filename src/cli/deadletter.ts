@@ -8,12 +8,11 @@ import { backlogBatch, type BacklogEntry } from '../streams/webhook/backlogEntry
 import { storedPoints } from '../streams/webhook/body';
 import type { ClientTracing } from '../streams/webhook/client';
 import { enableWebhook } from '../streams/webhook/disabledMarks';
-import type { DeliverySettings, WebhookSubscription } from '../streams/webhook/subscription';
+import { deliveryDefaults, type DeliverySettings, type WebhookSubscription } from '../streams/webhook/subscription';
 import { operatorWebhook, storedSubscriptions, type OperatorWebhook } from './webhooks';
 import { operatorStartup, takeFlag, takeOption, usage, withRedis, type Io, type Outcome } from './common';
 import { HELP } from './help';
 import { withCliTracing } from './tracing';
-import { deliveryDefaults } from '../streams/webhook/subscription';
 
 /**
  * `rest-connector deadletter list|replay|purge` (CONTRACT 4.4): the operator's view of the

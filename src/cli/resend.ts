@@ -8,12 +8,11 @@ import type { AttemptEvent } from '../streams/webhook/sending';
 import { toBatch, type Batch } from '../streams/read/batches';
 import { decodeEntries, decodeEntry, type DecodedEntry } from '../streams/read/entries';
 import { matches } from '../streams/webhook/filter';
-import type { DeliverySettings } from '../streams/webhook/subscription';
+import { deliveryDefaults, type DeliverySettings } from '../streams/webhook/subscription';
 import type { ClientTracing } from '../streams/webhook/client';
 import { onlySubcommand, operatorStartup, takeOption, usage, withRedis, type Io, type Outcome } from './common';
 import { parseTime } from './deadletter';
 import { withCliTracing } from './tracing';
-import { deliveryDefaults } from '../streams/webhook/subscription';
 
 /**
  * `rest-connector webhooks resend` (CONTRACT 4.6): the entries of `process:updates` appended within

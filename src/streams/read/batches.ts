@@ -11,8 +11,15 @@ export type Cause = 'interrogation' | 'periodic' | 'resend';
  * batch and format, by `src/streams/webhook/body.ts`: nothing else builds or reads a body.
  */
 export type Content =
-  /** Data points as stored JSON objects: their text (a live batch, a part, a resend), or their UTF-8 bytes (an interrogation's request, read as bytes). */
-  | { readonly kind: 'points'; readonly points: readonly string[] | readonly Uint8Array[] }
+  /**
+   * Data points as stored JSON objects, their texts joined by commas (a live batch, a part, a
+   * resend): one string while the batch is in flight, not one per point. (Kept as an array of the
+   * points' strings, the young generation's collector copied them while their batch was in flight:
+   * at 5,000 points/s, 54.0 µs of CPU a point against 51.0 before, mean of 8 runs each; 51.3 so.)
+   */
+  | { readonly kind: 'text'; readonly points: string }
+  /** Data points as stored JSON objects' UTF-8 bytes (an interrogation's request, read as bytes). */
+  | { readonly kind: 'bytes'; readonly points: readonly Uint8Array[] }
   /**
    * A body rendered before: as a backlog entry stores it (CONTRACT 4.4), or as the interrogation
    * thread made it ahead of its request; sent again as it is.
@@ -57,7 +64,7 @@ export const toBatch = (entries: readonly DecodedEntry[], record?: Pick<BatchRec
     webhookId: record !== undefined ? `${record.first}_${record.last}` : `${entries[0]!.id}_${entries[entries.length - 1]!.id}`,
     first: record?.first ?? entries[0]!.id,
     ids: entries.map((e) => e.id),
-    content: { kind: 'points', points: entries.map((e) => e.json) },
+    content: { kind: 'text', points: entries.map((e) => e.json).join(',') },
     size: entries.length,
     recorded: record !== undefined,
     done: record?.done ?? NONE,

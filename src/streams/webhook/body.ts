@@ -55,17 +55,12 @@ const datapointsOfBytes = (points: readonly Uint8Array[], cause: Cause | undefin
   return body;
 };
 
-const isText = (points: readonly string[] | readonly Uint8Array[]): points is readonly string[] => points.length === 0 || typeof points[0] === 'string';
-
 const render = (content: Content, cause: Cause | undefined, alloc: (length: number) => Buffer): Body => {
   switch (content.kind) {
-    case 'points':
-      return {
-        bytes: isText(content.points)
-          ? Buffer.from(`${START}${content.points.join(',')}${ENDS[cause ?? 'live']}`, 'utf8')
-          : datapointsOfBytes(content.points, cause, alloc),
-        contentType: JSON_CONTENT_TYPE,
-      };
+    case 'text':
+      return { bytes: Buffer.from(`${START}${content.points}${ENDS[cause ?? 'live']}`, 'utf8'), contentType: JSON_CONTENT_TYPE };
+    case 'bytes':
+      return { bytes: datapointsOfBytes(content.points, cause, alloc), contentType: JSON_CONTENT_TYPE };
     case 'stored':
       return { bytes: typeof content.body === 'string' ? Buffer.from(content.body, 'utf8') : content.body, contentType: content.contentType };
     case 'elsewhere':

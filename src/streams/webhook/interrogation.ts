@@ -61,7 +61,7 @@ export const interrogationRequest = (cause: InterrogationCause, p: string, k: nu
 /** Request `k` of a run, of these points (each a stored JSON object's UTF-8 bytes), as the run's thread makes it. */
 export const interrogationBatch = (cause: InterrogationCause, p: string, k: number, points: readonly Uint8Array[]): Batch => {
   const webhookId = interrogationId(cause, p, k);
-  return { webhookId, first: webhookId, ids: [], content: { kind: 'points', points }, cause, size: points.length, recorded: true, done: NONE };
+  return { webhookId, first: webhookId, ids: [], content: { kind: 'bytes', points }, cause, size: points.length, recorded: true, done: NONE };
 };
 
 /**
