@@ -63,6 +63,9 @@ it('7: a failed-again entry that Redis refuses to write (out of memory) stays kn
   await eventually(() => (writeErrors.filter(isOutOfMemory).length >= 2 ? true : undefined), 10000, 'two refused writes');
   expect(landed).toBe(false);
   expect(((await r.client.xrange(STREAM, '-', '+')) as unknown[]).length).toBe(1);
+  // known all the while: counted, and a scan (reads are not refused) still lists it to redrive
+  expect(backlog.size()).toBe(1);
+  expect((await run(backlog.pending())).map((i) => i.id)).toEqual([item!.id]);
   await r.client.config('SET', 'maxmemory', '0');
   await done;
   const entries = (await r.client.xrange(STREAM, '-', '+')) as Array<[string, string[]]>;
