@@ -52,6 +52,24 @@ it('5: an append that the cap makes trim reports, at once and each once, the ent
   expect(backlog.size()).toBe(130 - trimmed);
 });
 
+it('5: an entry trimmed while it is being sent again is reported dropped only if that send fails — delivered, it was not lost', async () => {
+  const { backlog, dropped } = backlogOf({ maxLength: 5 });
+  for (let i = 1; i <= 3; i++) await append(backlog, `${i}-0`);
+  const [first, second] = await run(backlog.pending());
+  // both fetched to be sent (a probe, a redrive), then appends at the cap trim them from the stream
+  expect(await run(backlog.fetch(first!))).not.toBeNull();
+  expect(await run(backlog.fetch(second!))).not.toBeNull();
+  const stillThere = async () => ((await r.client.xrange(STREAM, first!.id, second!.id)) as unknown[]).length > 0;
+  for (let i = 4; i <= 400 && (await stillThere()); i++) await append(backlog, `${i}-0`);
+  expect(await stillThere()).toBe(false);
+  expect(dropped.filter((d) => d.id === first!.id || d.id === second!.id)).toEqual([]);
+  // the first was delivered: never reported; the second failed again: it is gone, and reported now
+  await run(backlog.remove(first!));
+  await run(backlog.failedAgain(second!, 'HTTP 503 after 5 attempts', 10));
+  await run(backlog.pending());
+  expect(dropped.filter((d) => d.id === first!.id || d.id === second!.id).map((d) => d.id)).toEqual([second!.id]);
+});
+
 it('7: a failed-again entry that Redis refuses to write (out of memory) stays known and in the stream; it is written anew once Redis has room', async () => {
   const { backlog, writeErrors } = backlogOf();
   await append(backlog, '1-0');

@@ -22,7 +22,8 @@ import { byStreamOrder, decodeBacklogEntry, encodeTraces, REDRIVABLE, type Backl
  * 4. One replica at a time redrives (and probes) a webhook: a lease in Redis.
  * 5. An entry of the webhook (its index and current URL, whatever its reason, `refused` included)
  *    trimmed by the cap before it was delivered is reported once as dropped: found by the next
- *    scan, or at once when this replica's own append trimmed it (the stream was at its cap).
+ *    scan, or at once when this replica's own append trimmed it (the stream was at its cap); one
+ *    trimmed while it is being sent again is reported only if that send fails.
  * 6. `size()` counts every entry of the webhook's backlog this replica knows of (any reason): the
  *    ones it wrote, and the ones its scans found, less the ones it removed or found gone.
  * 7. An entry redriven and failed again is written anew (its `attempts` and `error` grown; a stream
@@ -89,6 +90,12 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
    * never added again. Forgotten once a scan's cursor has passed them (no later scan reads them).
    */
   const removed = new Set<string>();
+  /**
+   * IDs fetched to be sent again and not yet settled (delivered, or failed again): one the cap trims
+   * meanwhile may still be delivered, so it is not reported dropped now — `failedAgain` finds it gone
+   * and reports it then, if it was not delivered.
+   */
+  const sending = new Set<string>();
   let cursor = '-';
   /** The stream's length at the last reading, plus this replica's appends since: near the cap, an append looks for what it trimmed. */
   let length = 0;
@@ -132,7 +139,7 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
   };
   /** Every known entry below the stream's first ID was trimmed (invariant 5). */
   const trimmed = async (first: string | null): Promise<void> => {
-    for (const item of [...known.values()]) if (first === null || compareIds(item.id, first) < 0) await gone(item, first);
+    for (const item of [...known.values()]) if (!sending.has(item.id) && (first === null || compareIds(item.id, first) < 0)) await gone(item, first);
   };
   /**
    * Reads what was appended since the last scan and reports what the cap trimmed. One at a time:
@@ -178,15 +185,17 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
       defer(async () => {
         const entry = await read(item.id);
         if (entry === null) await gone(item);
+        else sending.add(item.id);
         return entry;
       }),
     remove: (item) =>
       persistHere(async () => {
         await o.redis.xdel(stream, item.id);
         forget(item.id);
+        sending.delete(item.id);
       }),
     failedAgain: (item, error, attempts) =>
-      persistHere(() => read(item.id)).pipe(
+      defer(() => (sending.delete(item.id), persistHere(() => read(item.id)))).pipe(
         mergeMap((e) => {
           if (e === null) return defer(() => gone(item));
           // invariant 7: written anew first (retried, say, while Redis is out of memory: the entry stays
