@@ -103,6 +103,9 @@ const param = <A>(name: string, parse: Parser<A>, fallback: A): Param<A> => ({ n
 /** A path-like parameter: present and not blank (trimmed), or absent. */
 const path = (name: string): Param<string | undefined> => ({ name, parse: (_n, v) => E.right(v.trim() === '' ? undefined : v.trim()), fallback: () => undefined });
 
+/** Its presence decides `Authentication:ClientCertificates`' default: both entries below use this one name. */
+const CLIENT_CA_FILE = 'Http:ClientCaFile';
+
 /** Every startup parameter, grouped as `StartupSettings` holds them. */
 const STARTUP = {
   /** The connector Id; required by the connectors (`requireId`), optional for the operator commands. */
@@ -162,14 +165,14 @@ const STARTUP = {
     tlsCertFile: path('Http:TlsCertFile'),
     tlsKeyFile: path('Http:TlsKeyFile'),
     /** CONTRACT 7.1: the CA that signs client certificates; with it, https clients are asked for one. */
-    clientCaFile: path('Http:ClientCaFile'),
+    clientCaFile: path(CLIENT_CA_FILE),
   },
   apiKeys: param('Authentication:ApiKeys', keyList, [] as readonly ApiKey[]),
   /** CONTRACT 7.1: `optional` by default when `Http:ClientCaFile` is set, else `off`. */
   clientCertificates: {
     name: 'Authentication:ClientCertificates',
     parse: clientCertificates,
-    fallback: (c) => ((c.raw.get('http:clientcafile')?.trim() ?? '') !== '' ? 'optional' : 'off'),
+    fallback: (c) => ((c.raw.get(CLIENT_CA_FILE.toLowerCase())?.trim() ?? '') !== '' ? 'optional' : 'off'),
   } as Param<ClientCertificates>,
 };
 
