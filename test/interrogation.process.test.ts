@@ -176,8 +176,8 @@ it('a killed replica\'s batch, claimed after a newer batch and an interrogation,
   // (its log line may reach this process after the request reaches the receiver)
   await a.waitForLog((l) => l.msg === 'claimed the pending entries of a consumer that stopped reading' && l.from === 'gi-claim-b');
   // the stream has not moved: another interrogation reads the same P, so the same id and content
-  await a.waitForLog((l) => l.msg === 'outbound connector listening');
-  expect((await fetch(`${base}/api/webhooks/0/interrogation`, { method: 'POST' })).status).toBe(202);
+  const aBase = String(((await a.waitForLog((l) => l.msg === 'outbound connector listening')).addresses as string[])[0]);
+  expect((await fetch(`${aBase}/api/webhooks/0/interrogation`, { method: 'POST' })).status).toBe(202);
   await eventually(() => (ids().filter((id) => id === `gi-${e2}-1`).length === 2 ? true : undefined), 20000, 'the second interrogation delivered');
   expect(ids()).toEqual([`${e2}_${e2}`, `gi-${e2}-1`, `${e1}_${e1}`, `gi-${e2}-1`]);
   expect(hook.requests[0]!.headers['webhook-id']).toBe(`${e1}_${e1}`);

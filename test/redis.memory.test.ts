@@ -196,9 +196,10 @@ describe('out of memory (noeviction and Redis full)', () => {
     // the same connector again, on its stored configuration (the harness would write it: refused now)
     const c = new Connector('outbound', { Id: 'oomout', ConnectionStrings__Datastore: h.r.redis.url, Datastore__ConsumerName: 'oomout-a', ...FAST });
     h.running.push(c);
+    const base = String(((await c.waitForLog((l) => l.msg === 'outbound connector listening')).addresses as string[])[0]);
     await c.waitForLog((l) => l.msg === 'push pipeline started');
     // several refused reads (one every 0.2 s with FAST), one log line
-    await eventually(async () => ((await metric(first.base, 'datastore_out_of_memory_errors_total').catch(() => 0)) >= 4 ? true : undefined), 15000, 'reads refused');
+    await eventually(async () => ((await metric(base, 'datastore_out_of_memory_errors_total').catch(() => 0)) >= 4 ? true : undefined), 15000, 'reads refused');
     const lines = c.logs().filter((l) => String(l.msg).startsWith('the data store is out of memory: cannot write the consumer group (XREADGROUP)'));
     expect(lines).toEqual([expect.objectContaining({ level: 'error', err: expect.stringMatching(/^OOM/) })]);
     expect(c.logs().filter((l) => l.msg === 'reading process:updates failed; retrying')).toEqual([]);

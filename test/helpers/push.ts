@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { Connector, eventually } from './cli';
 import { Receiver } from './receiver';
-import { freePort, privateRedis, type TestRedis } from './redis';
+import { privateRedis, type TestRedis } from './redis';
 
 /** Short windows, timeouts and retry intervals, so that fault tests run in seconds. */
 export const FAST = {
@@ -30,13 +30,15 @@ export const pushHarness = (getRedis: () => TestRedis, getClient: () => Redis) =
     /** Starts an outbound connector with these webhooks and waits until its pipeline reads. */
     outbound: async (id: string, webhooks: object[], env: Record<string, string> = {}, extraConfig: object = {}) => {
       const client = getClient();
-      const port = await freePort();
-      await client.set(`connectors:${id}:config`, JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], webhooks, ...extraConfig }));
+      // port 0, and the address the connector reports: a free port looked up beforehand could be
+      // taken by another test file's process before the connector binds it (a CI run saw EADDRINUSE)
+      await client.set(`connectors:${id}:config`, JSON.stringify({ hostUrls: ['http://127.0.0.1:0'], webhooks, ...extraConfig }));
       const c = new Connector('outbound', { Id: id, ConnectionStrings__Datastore: getRedis().url, Datastore__ConsumerName: `${id}-a`, ...FAST, ...env });
       running.push(c);
+      const listening = await c.waitForLog((l) => l.msg === 'outbound connector listening');
       await c.waitForLog((l) => l.msg === 'push pipeline started');
       await eventually(async () => ((await client.xinfo('GROUPS', 'process:updates')) as unknown[]).length > 0 || undefined);
-      return { c, base: `http://127.0.0.1:${port}` };
+      return { c, base: String((listening.addresses as string[])[0]) };
     },
     /** Appends entries as the inbound connector does; `seq` in data identifies each. */
     produce: async (from: number, count: number): Promise<string[]> => {
