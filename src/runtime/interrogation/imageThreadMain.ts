@@ -27,8 +27,8 @@ const store = connectDatastore(init.redis, init.retrySeconds, log, 'image-reader
 const client = webhookClient(init.subscription, init.userAgent);
 const format = formatOf(init.subscription.webhook);
 /**
- * A full collection (incremental) every 200,000 keys scanned and once the scan is done: the arrays
- * the addresses outgrew. None while the requests are read and sent: with the values read as bytes
+ * A full collection (incremental) every 200,000 keys scanned and once the scan is done: what the
+ * scan's replies left. None while the requests are read and sent: with the values read as bytes
  * and the bodies' memory used again (`bodyPool.ts`) little is left behind, and one every 10,000
  * points (what the reading as strings needed) cost about a quarter of the run's CPU (measured for
  * 1,000,000 points without load: 10.8–13.6 s of CPU with it, 8.3–10.3 s without; bench/README.md).

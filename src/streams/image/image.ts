@@ -4,11 +4,12 @@ import { imageAddress, IOA_SPAN, keyOf } from './address';
 import { inRanges } from '../webhook/filter';
 import { processImagePattern } from '../../mapping/keys';
 import { scanPoint } from './jsonBytes';
+import { MappedList } from './mappedArray';
 
 /**
  * Reading the process image (`process:image:casdu:*:ioa:*`), for a full GET (CONTRACT 4.1) and
  * for an interrogation (4.6): the addresses first (SCAN, as numbers, sorted), then the values a
- * chunk at a time (MGET), so that memory holds 8 bytes an address (16 while they are sorted) and a chunk or two of values.
+ * chunk at a time (MGET), so that memory holds 8 bytes an address and a chunk or two of values.
  */
 
 /**
@@ -33,66 +34,100 @@ export const isJsonObjectText = (text: string): boolean => {
   }
 };
 
-/** Addresses a turn of `sortAddresses` handles before other work runs (measured: about a millisecond). */
+/** Addresses a turn of `sortAddresses` counts, moves or sorts before other work runs (measured: about a millisecond). */
 const SORT_STEP = 16384;
 const INV_SPAN = 1 / IOA_SPAN;
-/** Radix digit `pass` of an address: the IOA's low 12 bits, its high 12 bits, then the CASDU (16 bits). */
+/** Radix digit `pass` of an address: the CASDU (16 bits), the IOA's high 12 bits, then its low 12 bits. */
 const digitOf = (v: number, pass: number): number => {
   const casdu = Math.floor(v * INV_SPAN); // exact: a power of two scales without rounding
   return pass === 2 ? casdu : ((v - casdu * IOA_SPAN) >>> (pass * 12)) & 4095;
 };
-const countDigits = (src: Float64Array, from: number, to: number, pass: number, counts: Uint32Array): void => {
-  for (let i = from; i < to; i++) counts[digitOf(src[i]!, pass)]!++;
-};
-const scatter = (src: Float64Array, from: number, to: number, pass: number, starts: Uint32Array, dst: Float64Array): void => {
-  for (let i = from; i < to; i++) {
-    const v = src[i]!;
-    dst[starts[digitOf(v, pass)]!++] = v;
-  }
+const countDigits = (a: Float64Array, from: number, to: number, pass: number, counts: Uint32Array): void => {
+  for (let i = from; i < to; i++) counts[digitOf(a[i]!, pass)]!++;
 };
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/**
- * Addresses in ascending order without holding the event loop: a least-significant-digit radix
- * sort (three passes) that lets other work run every `SORT_STEP` addresses, into a second array
- * touched a slice a turn (a fresh 8 MB array page-faults for about 25 ms when first written at
- * random). `TypedArray.prototype.sort` took 146 ms for 1,000,000 addresses in one piece: every
- * live batch of every webhook waited for it (the other webhooks' p99 under an interrogation).
- */
-export const sortAddresses = async (a: Float64Array): Promise<Float64Array> => {
-  const n = a.length;
-  if (n <= SORT_STEP) return a.sort();
-  let src: Float64Array = a;
-  let dst: Float64Array = new Float64Array(n);
-  for (let i = 0; i < n; i += SORT_STEP * 4) {
-    dst.fill(0, i, Math.min(n, i + SORT_STEP * 4));
+/** Work done since the last turn, shared by every range of one sort. */
+interface SortBudget { work: number }
+const spend = async (b: SortBudget, work: number): Promise<void> => {
+  b.work += work;
+  if (b.work >= SORT_STEP) {
+    b.work = 0;
     await turn();
   }
-  for (let pass = 0; pass < 3; pass++) {
-    const starts = new Uint32Array(pass === 2 ? 65536 : 4096);
-    for (let i = 0; i < n; i += SORT_STEP) {
-      countDigits(src, i, Math.min(n, i + SORT_STEP), pass, starts);
-      await turn();
-    }
-    let sum = 0;
-    for (let d = 0; d < starts.length; d++) {
-      const c = starts[d]!;
-      starts[d] = sum;
-      sum += c;
-    }
-    for (let i = 0; i < n; i += SORT_STEP) {
-      scatter(src, i, Math.min(n, i + SORT_STEP), pass, starts, dst);
-      await turn();
-    }
-    [src, dst] = [dst, src];
+};
+
+/**
+ * Sorts `a[lo, hi)`, whose addresses agree in every digit above `pass`: a range of at most
+ * SORT_STEP in one native piece, else its addresses moved into one bucket per digit `pass` in place
+ * (cycle by cycle, as an American flag sort does) and each bucket sorted by the next digit.
+ */
+const sortRange = async (a: Float64Array, lo: number, hi: number, pass: number, budget: SortBudget): Promise<void> => {
+  const buckets = pass === 2 ? 65536 : 4096;
+  const next = new Uint32Array(buckets);
+  for (let i = lo; i < hi; i += SORT_STEP) {
+    countDigits(a, i, Math.min(hi, i + SORT_STEP), pass, next);
+    await spend(budget, Math.min(hi, i + SORT_STEP) - i);
   }
-  return src;
+  const ends = new Uint32Array(buckets);
+  let sum = lo;
+  for (let d = 0; d < buckets; d++) {
+    const c = next[d]!;
+    next[d] = sum;
+    sum += c;
+    ends[d] = sum;
+  }
+  let moves = 0;
+  for (let b = 0; b < buckets; b++) {
+    while (next[b]! < ends[b]!) {
+      // the address at the bucket's first unplaced position goes where its digit says; the one
+      // it displaces goes on, until an address of bucket `b` closes the cycle
+      let v = a[next[b]!]!;
+      let d = digitOf(v, pass);
+      while (d !== b) {
+        const j = next[d]!++;
+        const w = a[j]!;
+        a[j] = v;
+        v = w;
+        d = digitOf(v, pass);
+        if (++moves === SORT_STEP) {
+          moves = 0;
+          await spend(budget, SORT_STEP);
+        }
+      }
+      a[next[b]!++] = v;
+    }
+  }
+  if (pass === 0) return; // every bucket holds one address, repeated
+  for (let b = 0, from = lo; b < buckets; from = ends[b]!, b++) {
+    const n = ends[b]! - from;
+    if (n <= 1) continue;
+    if (n <= SORT_STEP) {
+      a.subarray(from, ends[b]!).sort();
+      await spend(budget, n);
+    } else await sortRange(a, from, ends[b]!, pass - 1, budget);
+  }
+};
+
+/**
+ * Addresses in ascending order, in place, without holding the event loop: a most-significant-digit
+ * radix sort (CASDU, the IOA's high bits, its low bits) that lets other work run every SORT_STEP
+ * addresses counted, moved or sorted, down to ranges of SORT_STEP that the native sort takes in one
+ * piece (about a millisecond). `TypedArray.prototype.sort` took 146 ms for 1,000,000 addresses in
+ * one piece: every live batch of every webhook waited for it (the other webhooks' p99 under an
+ * interrogation). In place: a second array of the same size (8 MB for 1,000,000 points) was the
+ * largest part of a full GET's peak memory.
+ */
+export const sortAddresses = async (a: Float64Array): Promise<Float64Array> => {
+  if (a.length <= SORT_STEP) return a.sort();
+  await sortRange(a, 0, a.length, 2, { work: 0 });
+  return a;
 };
 
 /**
  * Addresses of the keys matching the pattern, as one number each (casdu × 2^24 + ioa: exact, and
  * ordered by casdu, then ioa), sorted and deduplicated (SCAN may repeat a key). Numbers, not key
- * strings, are what memory holds for the length of the response: 8 bytes a point (16 while sorting). `keep` drops
+ * strings, are what memory holds for the length of the response: 8 bytes a point, sorted in place. `keep` drops
  * addresses as they are found; `gone` stops the scan (null); `collect` asks for a full garbage
  * collection every `every` keys scanned (src/runtime/collector.ts).
  */
@@ -100,9 +135,8 @@ export const findAddresses = async (
   redis: Redis, pattern: string, gone: () => boolean, collect: (() => void) | undefined, every: number, keep?: (address: number) => boolean,
   sort: (a: Float64Array) => Promise<Float64Array> = sortAddresses,
 ): Promise<Float64Array | null> => {
-  // a typed array that doubles as it fills: 8 bytes a point and no boxed numbers
-  let found = new Float64Array(4096);
-  let n = 0;
+  // 8 bytes a point, no boxed numbers, and memory that goes back to the system (mappedArray.ts)
+  const found = new MappedList();
   let scanned = 0;
   let cursor = '0';
   do {
@@ -112,18 +146,13 @@ export const findAddresses = async (
     for (const key of keys) {
       const addr = imageAddress(key);
       if (addr < 0 || (keep !== undefined && !keep(addr))) continue;
-      if (n === found.length) {
-        const bigger = new Float64Array(found.length * 2);
-        bigger.set(found);
-        found = bigger;
-      }
-      found[n++] = addr;
+      found.push(addr);
     }
     if (collect !== undefined && Math.floor((scanned + keys.length) / every) > Math.floor(scanned / every)) collect();
     scanned += keys.length;
     cursor = next;
   } while (cursor !== '0');
-  const sorted = await sort(found.subarray(0, n));
+  const sorted = await sort(found.values());
   let unique = 0;
   for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) sorted[unique++] = sorted[i]!;
   return sorted.subarray(0, unique);
@@ -191,7 +220,7 @@ export const imageReader = (redis: Redis, filter: PointFilter | undefined, maxSi
       if (addresses === undefined) {
         const found = await findAddresses(redis, patternOf(filter), () => cancelled, collect, COLLECT_EVERY, keep, o.sort);
         if (found === null) return null;
-        // the arrays outgrown while scanning are garbage now: their memory goes before the values are read
+        // what the scan left (its replies' keys) goes before the values are read
         collect?.();
         addresses = found;
         fetchMore();
