@@ -18,6 +18,8 @@ Usage:
                                           the webhooks' backlogs (T: ISO 8601 or Unix seconds)
   rest-connector webhooks resend --id ID --webhook N --since T [--until T]
                                           send a past time range of process:updates again
+  rest-connector webhooks render FILE --webhook N BATCH.json
+                                          print the body webhook N of FILE would get (its format)
   rest-connector healthcheck              probe /health/live where the running connector listens
                                           (Http:AddressFile); exit 0 healthy, 1 not
   rest-connector --version | --help       (each command also takes --help)
@@ -66,6 +68,13 @@ headers, signature, TLS and auth: at most Webhooks:BatchMaxSize points a request
 {"datapoints":[…],"cause":"resend"}, webhook-id r-{first}_{last}, each request tried up to
 Webhooks:MaxAttempts times. Prints "sent N points in M requests, failed K"; exit 1 when any request
 failed, 2 on bad arguments. It does not coordinate with a running connector.`,
+  'webhooks render': `Usage: rest-connector webhooks render FILE --webhook N BATCH.json
+
+Renders BATCH.json (an object {"datapoints":[…]}, and "cause" when you want one) with the format of
+webhook N of the configuration FILE (CONTRACT 4.7) and prints the body, uncompressed, byte for byte.
+A point without a timestamp gets no time in influx-line. Connects to nothing. Exit 0 (a note on
+stderr when points were left out or there is nothing to send); 1 when it cannot be rendered (the
+reason on stderr); 2 for bad arguments, an invalid FILE, or a BATCH.json that is not such an object.`,
   healthcheck: `Usage: rest-connector healthcheck
 
 Reads the address file (startup parameter Http:AddressFile) that a running connector writes once it

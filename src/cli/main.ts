@@ -7,6 +7,7 @@ import { usage, type Io, type Outcome } from './common';
 import { HELP } from './help';
 import { mappingsCommand } from './mappings';
 import { webhooksCommand } from './resend';
+import { renderCommand } from './render';
 
 /** The command line: one module per command, this the one entry that picks it (`src/cli.ts` runs it). */
 export const main = async (argv: string[], io: Io): Promise<Outcome> => {
@@ -37,6 +38,14 @@ export const main = async (argv: string[], io: Io): Promise<Outcome> => {
     case 'deadletter':
       return deadletterCommand(args, io);
     case 'webhooks':
+      if (args[0] === 'render') {
+        args.shift();
+        if (args.includes('--help')) {
+          io.out(HELP['webhooks render']!);
+          return { code: 0 };
+        }
+        return renderCommand(args, io, HELP['webhooks render']!, (b) => process.stdout.write(b));
+      }
       return webhooksCommand(args, io);
     case 'healthcheck': {
       if (args.includes('--help')) {

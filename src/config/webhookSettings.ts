@@ -2,6 +2,8 @@ import * as t from 'io-ts';
 import { intIn, objectOf, positiveNumber } from './codecs';
 import { safeUrl } from './urls';
 import { FilterCodec, headers, OAuth2Codec, secrets, TlsCodec, webhookUrl, type Ranges } from './webhookCodecs';
+import { CompressionCodec, FormatCodec, influxPrecision, type Compression, type FormatSettings } from './formatSettings';
+import * as E from 'fp-ts/Either';
 
 /**
  * A webhook's settings (CONTRACT 4.2, 4.4–4.6): every field declared once, in `WEBHOOK_FIELDS` —
@@ -27,6 +29,10 @@ export interface Webhook {
   readonly initialState?: true;
   /** CONTRACT 4.6: a periodic interrogation this many seconds after the previous one ended (10 to 86400). */
   readonly integrityPeriodSeconds?: number;
+  /** CONTRACT 4.7: the body's format; absent, `datapoints`. */
+  readonly format?: FormatSettings;
+  /** CONTRACT 4.7: gzip or not (absent: none). */
+  readonly compression?: Compression;
 }
 
 export type { Ranges } from './webhookCodecs';
@@ -159,6 +165,21 @@ export const WEBHOOK_FIELDS = {
     status: { show: (w) => w.integrityPeriodSeconds ?? null, schema: { type: ['integer', 'null'], description: 'the period of its periodic interrogations (null: none)' } },
     log: (w) => (w.integrityPeriodSeconds === undefined ? {} : { integrityPeriodSeconds: w.integrityPeriodSeconds }),
   }),
+  format: field({
+    codec: FormatCodec,
+    // `datapoints` given is the default: the same webhook as one without it
+    merge: (f) => (f === undefined || f.type === 'datapoints' ? {} : { format: f }),
+    fingerprint: (w) => (w.format === undefined ? [] : [Object.entries(w.format).sort(byName)]),
+    status: { show: (w) => w.format?.type ?? 'datapoints', schema: { type: 'string', enum: ['datapoints', 'ndjson', 'influx-line', 'jsonata'], description: 'the format of its request bodies' } },
+    log: (w) => (w.format === undefined ? {} : { format: w.format.type }),
+  }),
+  compression: field({
+    codec: CompressionCodec,
+    merge: (c) => (c === 'gzip' ? { compression: 'gzip' as const } : {}),
+    fingerprint: (w) => (w.compression === undefined ? [] : [w.compression]),
+    status: { show: (w) => w.compression ?? 'none', schema: { type: 'string', enum: ['none', 'gzip'], description: 'how its request bodies are compressed' } },
+    log: (w) => (w.compression === undefined ? {} : { compression: w.compression }),
+  }),
 };
 
 type Fields = typeof WEBHOOK_FIELDS;
@@ -184,6 +205,11 @@ export const webhookProblems = (w: Webhook, i: number): string[] => {
     }
     if (o.clientSecret === undefined && o.clientSecretFile === undefined) out.push(`${at}.auth.oauth2.clientSecret: required (or clientSecretFile)`);
     if (o.clientSecret !== undefined && o.clientSecretFile !== undefined) out.push(`${at}.auth.oauth2.clientSecretFile: give clientSecret or clientSecretFile, not both`);
+  }
+  // CONTRACT 4.7: the timestamps' unit, from the URL or the format, never two different ones
+  if (w.format?.type === 'influx-line') {
+    const p = influxPrecision(w.url, w.format, at);
+    if (E.isLeft(p)) out.push(...p.left);
   }
   return out;
 };

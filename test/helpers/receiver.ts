@@ -6,6 +6,8 @@ import type { TLSSocket } from 'node:tls';
 export interface Received {
   readonly headers: IncomingHttpHeaders;
   readonly body: string;
+  /** The bytes as they came (a compressed body stays compressed). */
+  readonly raw: Buffer;
   readonly at: number;
   /** What the receiver answered (0: it never answered). */
   status: number;
@@ -29,7 +31,8 @@ export class Receiver {
       req.on('end', () => {
         const peer = tls === undefined ? undefined : (req.socket as TLSSocket).getPeerCertificate?.();
         const clientCn = peer !== undefined && peer !== null && 'subject' in peer && peer.subject !== undefined ? String(peer.subject.CN) : undefined;
-        const r: Received = { headers: req.headers, body: Buffer.concat(parts).toString('utf8'), at: Date.now(), status: 0, clientCn };
+        const raw = Buffer.concat(parts);
+        const r: Received = { headers: req.headers, body: raw.toString('utf8'), raw, at: Date.now(), status: 0, clientCn };
         self!.requests.push(r);
         const a = answer(self!.requests.length, r);
         if (a === 'hang') return;

@@ -5,7 +5,7 @@ import { imageReader, sortInPlace, type ImageReader } from '../../streams/image/
 import { interrogationBatch } from '../../streams/webhook/interrogation';
 import type { Batch } from '../../streams/read/batches';
 import { webhookClient } from '../../streams/webhook/client';
-import { bodyText, formatOf, renderBody, renderedNow } from '../../streams/webhook/body';
+import { bodyText, formatOf, prepareBody, renderBody, renderedNow } from '../../streams/webhook/body';
 import { bodyPool } from './bodyPool';
 import { incrementalCollector } from '../collector';
 import { connectDatastore, type DatastoreLog } from '../datastore';
@@ -53,12 +53,20 @@ const next = async (): Promise<FromThread> => {
     // this thread holds no one up: the addresses are sorted in place, without a second array
     reader = imageReader(store.client, init.subscription.webhook.filter, init.maxSize, { collect, sort: sortInPlace });
   }
-  const points = await reader.next();
-  if (points === null) return { t: 'end' };
-  // its body made now, in the pool's memory: the points' buffers go, the body stays until it is answered 2xx or taken
-  const request = renderedNow(format, interrogationBatch(init.cause, init.p, ++k, points), bodies.alloc);
-  requests.set(request.webhookId, request);
-  return { t: 'points', size: points.length };
+  for (;;) {
+    const points = await reader.next();
+    if (points === null) return { t: 'end' };
+    const batch = interrogationBatch(init.cause, init.p, ++k, points);
+    // its body made now (the default one in the pool's memory): the points' buffers go, the body
+    // stays until it is answered 2xx or taken
+    const prepared = await prepareBody(format, batch, bodies.alloc);
+    // CONTRACT 4.7: nothing to send for these points (all left out, or JSONata's nothing): the next ones
+    if (prepared.kind === 'nothing') continue;
+    if (prepared.kind === 'failed') throw new Error(`format: ${prepared.error}`);
+    const request = renderedNow(format, batch, bodies.alloc);
+    requests.set(request.webhookId, request);
+    return { t: 'points', size: points.length };
+  }
 };
 
 port.on('message', (m: ToThread) => {

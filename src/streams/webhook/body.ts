@@ -1,5 +1,8 @@
+import * as E from 'fp-ts/Either';
+import { influxPrecision } from '../../config/formatSettings';
 import type { Webhook } from '../../config/webhookSettings';
 import type { Batch, Cause, Content } from '../read/batches';
+import { bodyFormatOf, influxLines, jsonataText, LINE_CONTENT_TYPE, ndjsonLine, NDJSON_CONTENT_TYPE, splitPoints, type BodyFormat } from './formats';
 
 /**
  * A webhook's request body (CONTRACT 4.2, 4.6): the one place that makes one from a batch, and the
@@ -14,17 +17,31 @@ export interface Body {
   readonly contentType: string;
 }
 
-/** How a webhook's bodies are made: `{"datapoints":[…]}` (and `cause`) for now, the one format there is. */
-export interface BodyFormat {
-  readonly type: 'datapoints';
-}
+export type { BodyFormat } from './formats';
 
 export const DATAPOINTS: BodyFormat = { type: 'datapoints' };
+const NDJSON: BodyFormat = { type: 'ndjson' };
 
 export const JSON_CONTENT_TYPE = 'application/json';
 
-/** The webhook's format. Webhooks of one format get one object, so that they share each batch's rendering. */
-export const formatOf = (_w: Webhook): BodyFormat => DATAPOINTS;
+const formats = new WeakMap<Webhook, BodyFormat>();
+/**
+ * The webhook's format (CONTRACT 4.7), made once per webhook (a JSONata expression compiled). The
+ * default body and `ndjson` are one object each, so that webhooks of either share each batch's rendering.
+ */
+export const formatOf = (w: Webhook): BodyFormat => {
+  const f = w.format;
+  if (f === undefined || f.type === 'datapoints') return DATAPOINTS;
+  if (f.type === 'ndjson') return NDJSON;
+  let made = formats.get(w);
+  if (made === undefined) {
+    const precision = f.type === 'influx-line' ? influxPrecision(w.url, f, 'webhook') : E.right('ns' as const);
+    // the configuration's decoding has refused a webhook whose precisions disagree
+    made = bodyFormatOf(f, E.isRight(precision) ? precision.right : 'ns');
+    formats.set(w, made);
+  }
+  return made;
+};
 
 const START = '{"datapoints":[';
 const START_BYTES = Buffer.from(START);
@@ -55,7 +72,16 @@ const datapointsOfBytes = (points: readonly Uint8Array[], cause: Cause | undefin
   return body;
 };
 
-const render = (content: Content, cause: Cause | undefined, alloc: (length: number) => Buffer): Body => {
+/** The default body, as text. */
+const datapointsText = (content: Content, cause: Cause | undefined): string => {
+  switch (content.kind) {
+    case 'text': return `${START}${content.points}${ENDS[cause ?? 'live']}`;
+    case 'bytes': return `${START}${content.points.map((p) => Buffer.from(p).toString('utf8')).join(',')}${ENDS[cause ?? 'live']}`;
+    default: throw new Error(`a ${content.kind} body has no points to render`);
+  }
+};
+
+const renderDatapoints = (content: Content, cause: Cause | undefined, alloc: (length: number) => Buffer): Body => {
   switch (content.kind) {
     case 'text':
       return { bytes: Buffer.from(`${START}${content.points}${ENDS[cause ?? 'live']}`, 'utf8'), contentType: JSON_CONTENT_TYPE };
@@ -68,20 +94,81 @@ const render = (content: Content, cause: Cause | undefined, alloc: (length: numb
   }
 };
 
-/** Rendered bodies, by format and batch (a batch goes to every webhook of a format as the same object). */
-const rendered = new WeakMap<BodyFormat, WeakMap<Batch, Body>>();
+/** The points' JSON texts. */
+const pointTexts = (content: Content): string[] =>
+  content.kind === 'text' ? splitPoints(content.points) : content.kind === 'bytes' ? content.points.map((p) => Buffer.from(p).toString('utf8')) : [];
 
-/**
- * The body `batch` goes out with to a webhook of `format`: made on the first request, the same
- * bytes after. `alloc` gives the memory for a body made of bytes (the interrogation thread's pool).
- */
-export const renderBody = (format: BodyFormat, batch: Batch, alloc: (length: number) => Buffer = Buffer.allocUnsafe): Body => {
+/** What a batch comes to for one webhook: a body, nothing to send (every point left out, or JSONata's nothing), or a failure. */
+export type Prepared =
+  | { readonly kind: 'body'; readonly body: Body; readonly skipped: number }
+  | { readonly kind: 'nothing'; readonly skipped: number }
+  | { readonly kind: 'failed'; readonly error: string };
+
+const made = (text: string, contentType: string, skipped = 0): Prepared =>
+  text.length === 0 ? { kind: 'nothing', skipped } : { kind: 'body', body: { bytes: Buffer.from(text, 'utf8'), contentType }, skipped };
+
+const prepare = async (format: BodyFormat, batch: Batch, alloc: (length: number) => Buffer): Promise<Prepared> => {
+  const { content } = batch;
+  // a stored body (a backlog entry's) goes as stored, whatever the format is now (CONTRACT 4.7)
+  if (format.type === 'datapoints' || content.kind === 'stored' || content.kind === 'elsewhere') {
+    return { kind: 'body', body: renderDatapoints(content, batch.cause, alloc), skipped: 0 };
+  }
+  switch (format.type) {
+    case 'ndjson':
+      return made(pointTexts(content).map(ndjsonLine).join(''), NDJSON_CONTENT_TYPE);
+    case 'influx-line': {
+      // an interrogation's points have no stream entry: no time for those without a timestamp
+      const { text, skipped } = influxLines(format, pointTexts(content), batch.cause === 'interrogation' || batch.cause === 'periodic' ? undefined : batch.ids);
+      return made(text, LINE_CONTENT_TYPE, skipped);
+    }
+    case 'jsonata': {
+      const text = await jsonataText(format, JSON.parse(datapointsText(content, batch.cause)));
+      return text === undefined ? { kind: 'nothing', skipped: 0 } : made(text, format.contentType);
+    }
+  }
+};
+
+/** What each batch came to, by format and batch (a batch goes to every webhook of a format as the same object). */
+const rendered = new WeakMap<BodyFormat, WeakMap<Batch, Prepared | Promise<Prepared>>>();
+
+const cache = (format: BodyFormat): WeakMap<Batch, Prepared | Promise<Prepared>> => {
   let byBatch = rendered.get(format);
   if (byBatch === undefined) rendered.set(format, (byBatch = new WeakMap()));
-  let body = byBatch.get(batch);
-  if (body === undefined) byBatch.set(batch, (body = render(batch.content, batch.cause, alloc)));
-  return body;
+  return byBatch;
 };
+
+/**
+ * What `batch` comes to for a webhook of `format` (CONTRACT 4.7), rendered once: the same for every
+ * retry. A failure to render is a result (`failed`), never an error.
+ */
+export const prepareBody = (format: BodyFormat, batch: Batch, alloc: (length: number) => Buffer = Buffer.allocUnsafe): Promise<Prepared> => {
+  const byBatch = cache(format);
+  const known = byBatch.get(batch);
+  if (known !== undefined) return Promise.resolve(known);
+  const p = prepare(format, batch, alloc).catch((err: unknown): Prepared => ({ kind: 'failed', error: err instanceof Error ? err.message : String(err) }));
+  byBatch.set(batch, p);
+  void p.then((r) => byBatch.set(batch, r));
+  return p;
+};
+
+/**
+ * The body `batch` goes out with to a webhook of `format`: the default body made on the first
+ * request, another format's as `prepareBody` made it; the same bytes after. `alloc` gives the
+ * memory for a body made of bytes (the interrogation thread's pool).
+ */
+export const renderBody = (format: BodyFormat, batch: Batch, alloc: (length: number) => Buffer = Buffer.allocUnsafe): Body => {
+  const byBatch = cache(format);
+  let known = byBatch.get(batch);
+  if (known === undefined && (format.type === 'datapoints' || batch.content.kind === 'stored')) {
+    byBatch.set(batch, (known = { kind: 'body', body: renderDatapoints(batch.content, batch.cause, alloc), skipped: 0 }));
+  }
+  if (known === undefined || known instanceof Promise) throw new Error(`the ${format.type} body of ${batch.webhookId} is not rendered yet`);
+  if (known.kind !== 'body') throw new Error(`${batch.webhookId} has no ${format.type} body: ${known.kind === 'failed' ? known.error : 'nothing to send'}`);
+  return known.body;
+};
+
+/** The default body of a batch, whatever the webhook's format (a batch that cannot be rendered is dead-lettered with it). */
+export const defaultBody = (batch: Batch): Body => renderBody(DATAPOINTS, batch);
 
 /** A body as text: what the backlog stores and `deadletter list --json` prints. */
 export const bodyText = (body: Body): string => body.bytes.toString('utf8');

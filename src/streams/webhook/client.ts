@@ -1,5 +1,6 @@
 import axios, { type AxiosInstance } from 'axios';
 import { createHmac } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Readable } from 'node:stream';
@@ -31,8 +32,20 @@ export const requestHeaders = (webhook: Webhook, batch: Batch, body: Body, times
   'User-Agent': userAgent,
   'webhook-id': batch.webhookId,
   'webhook-timestamp': String(timestamp),
+  // CONTRACT 4.7: why a request that is not a live batch was sent, whatever the format
+  ...(batch.cause !== undefined ? { 'Webhook-Cause': batch.cause } : {}),
+  ...(webhook.compression === 'gzip' ? { 'Content-Encoding': 'gzip' } : {}),
   ...(webhook.secrets.length > 0 ? { 'webhook-signature': webhook.secrets.map((s) => sign(s, batch.webhookId, timestamp, body.bytes)).join(' ') } : {}),
 });
+
+const gzipped = new WeakMap<Buffer, Buffer>();
+/** The bytes a request carries: the body, compressed once when the webhook says gzip (CONTRACT 4.7; signed before). */
+export const payloadOf = (webhook: Webhook, body: Body): Buffer => {
+  if (webhook.compression !== 'gzip') return body.bytes;
+  let z = gzipped.get(body.bytes);
+  if (z === undefined) gzipped.set(body.bytes, (z = gzipSync(body.bytes)));
+  return z;
+};
 
 /** How much of a receiver's answer body is read (and thrown away) before the connection is cut. */
 export const MAX_ANSWER_BODY_BYTES = 4096;
@@ -123,6 +136,7 @@ export const webhookClient = (sub: ClientSubscription, userAgent: string, now: (
       const timestamp = Math.floor(now() / 1000);
       const body = renderBody(format, batch);
       const own = requestHeaders(webhook, batch, body, timestamp, userAgent);
+      const payload = payloadOf(webhook, body);
       const headers = parent === undefined ? own : { ...own, traceparent: parent };
       const trace = parent === undefined ? deliveryTrace(batch) : undefined;
       let traceOpen = trace !== undefined;
@@ -131,13 +145,13 @@ export const webhookClient = (sub: ClientSubscription, userAgent: string, now: (
         traceOpen = false;
       };
       const plain = (authorization?: string) =>
-        client.post(webhook.url, body.bytes, { headers: authorization === undefined ? headers : { ...headers, Authorization: authorization }, signal: controller.signal });
+        client.post(webhook.url, payload, { headers: authorization === undefined ? headers : { ...headers, Authorization: authorization }, signal: controller.signal });
       /** With tracing: a client span per HTTP request, its context sent as `traceparent` (when sampled). */
       const send = trace === undefined ? plain : async (authorization?: string) => {
         const call = trace.call();
         const withTrace = call.traceparent === undefined ? headers : { ...headers, traceparent: call.traceparent };
         const auth = authorization === undefined ? withTrace : { ...withTrace, Authorization: authorization };
-        return client.post(webhook.url, body.bytes, { headers: auth, signal: controller.signal }).then(
+        return client.post(webhook.url, payload, { headers: auth, signal: controller.signal }).then(
           (r) => (call.end({ status: r.status }), r),
           (err: unknown) => {
             call.end({ error: err instanceof Error ? describeError(err) : String(err) });

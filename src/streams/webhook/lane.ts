@@ -5,7 +5,7 @@ import {
 import type { Batch } from '../read/batches';
 import type { LaneBacklog } from './backlog';
 import type { BacklogReason } from './backlogEntry';
-import { formatOf, renderBody } from './body';
+import { defaultBody, formatOf, prepareBody, renderBody, type Body } from './body';
 import { memoryDisabledMark, type DisabledMark } from './disabledMarks';
 import * as L from './laneState';
 import type { WebhookState } from './laneState';
@@ -40,6 +40,10 @@ export interface LaneObserver {
   redriven(webhookId: string, delivered: boolean, reason?: string, batch?: Batch): void;
   /** An interrogation began, sent points, completed or failed (CONTRACT 4.6). */
   interrogation?(e: InterrogationEvent): void;
+  /** CONTRACT 4.7: points its format cannot write, left out of a batch's body. */
+  pointsSkipped?(count: number): void;
+  /** CONTRACT 4.7: a batch that could not be rendered for it (dead-lettered with the default body). */
+  renderFailed?(batch: Batch, error: string): void;
 }
 
 export interface LaneStatus {
@@ -133,9 +137,9 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
      * is), with the body it was (or would have been) sent with. An interrogation run's request gets
      * its body from the run's sender first (one that cannot give it fails the run, which is begun again).
      */
-    const toBacklog$ = (batch: Batch, reason: BacklogReason, error: string, attempts: number, sender?: RunSender): Observable<LaneResult> =>
+    const toBacklog$ = (batch: Batch, reason: BacklogReason, error: string, attempts: number, sender?: RunSender, body?: (b: Batch) => Body): Observable<LaneResult> =>
       (sender === undefined ? of(batch) : sender.withBody(batch)).pipe(
-        mergeMap((whole) => defer(() => o.backlog.append(whole, renderBody(format, whole), reason, error, attempts)).pipe(
+        mergeMap((whole) => defer(() => o.backlog.append(whole, (body ?? bodyOf)(whole), reason, error, attempts)).pipe(
           // the live append retries by itself; a port that fails anyway is tried again, never skipped
           retry({ delay: () => timer(settings.probeIntervalMs, scheduler) }),
           last(null, null),
@@ -147,8 +151,40 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
         }),
       );
 
-    /** A batch's attempts (by the lane's client, or an interrogation run's `post`), then delivered or to the backlog. */
+    /** The body the backlog keeps: the one rendered for this webhook, or the default one for a batch that has none (CONTRACT 4.7). */
+    const bodyOf = (b: Batch): Body => {
+      try {
+        return renderBody(format, b);
+      } catch {
+        return defaultBody(b);
+      }
+    };
+
+    /**
+     * CONTRACT 4.7: a batch rendered for this webhook's format before its first attempt (the same
+     * bytes for every retry). Nothing to send counts as delivered; a batch that cannot be rendered
+     * is dead-lettered at once (`refused`), with the default body, and never retried.
+     */
     const live$ = (batch: Batch, sender?: RunSender): Observable<LaneResult> =>
+      format.type === 'datapoints' || batch.content.kind === 'elsewhere' || batch.content.kind === 'stored'
+        ? attempts$(batch, sender)
+        : defer(() => prepareBody(format, batch)).pipe(mergeMap((p) => {
+          if (p.kind !== 'failed' && p.skipped > 0) o.observer.pointsSkipped?.(p.skipped);
+          switch (p.kind) {
+            case 'body':
+              return attempts$(batch, sender);
+            case 'nothing':
+              dispatch({ kind: 'delivered' });
+              o.observer.finished(batch, 'delivered', 0);
+              return of(result(batch, 'delivered'));
+            case 'failed':
+              o.observer.renderFailed?.(batch, p.error);
+              return toBacklog$(batch, 'refused', `format: ${p.error}`, 0, sender, defaultBody);
+          }
+        }));
+
+    /** A batch's attempts (by the lane's client, or an interrogation run's `post`), then delivered or to the backlog. */
+    const attempts$ = (batch: Batch, sender?: RunSender): Observable<LaneResult> =>
       attempted(sending.attempts$(batch, sender?.post)).pipe(
         mergeMap((end) => {
           if (end.ok) {

@@ -31,6 +31,9 @@ export interface WebhookStatus {
   readonly [setting: string]: unknown;
 }
 
+/** A webhook's points left out by its format are logged at most this often (CONTRACT 4.7). */
+const SKIPPED_LOG_MS = 60_000;
+
 export const STATES: readonly WebhookState[] = ['healthy', 'retrying', 'open', 'redriving', 'disabled'];
 
 /** The delivery status of every configured webhook, written by their lanes' observers. */
@@ -114,6 +117,7 @@ export const laneObserver = (
     if (c === undefined) cache.set(value, (c = make(value)));
     return c;
   };
+  let lastSkippedLog: number | undefined;
   const setState = (s: LaneStatus) => {
     if (s.state !== status.state) {
       const level = s.state === 'open' || s.state === 'disabled' ? 'error' : s.state === 'healthy' ? 'info' : 'warn';
@@ -188,6 +192,18 @@ export const laneObserver = (
           status.interrogation = null;
           break;
       }
+    },
+    pointsSkipped: (count) => {
+      metrics.pointsSkipped.inc({ ...labels, reason: 'unformattable' }, count);
+      const t = now().getTime();
+      // CONTRACT 4.7: at most once a minute per webhook
+      if (lastSkippedLog !== undefined && t - lastSkippedLog < SKIPPED_LOG_MS) return;
+      lastSkippedLog = t;
+      log.warn({ webhook: index, host, reason: 'unformattable', points: count }, `points its format (${w.format?.type ?? 'datapoints'}) cannot write were left out of a batch (a value missing, null, an object or an array)`);
+    },
+    renderFailed: (batch, error) => {
+      metrics.renderFailures.inc(labels);
+      log.error({ webhook: index, host, webhookId: batch.webhookId, err: error }, 'a batch could not be rendered in the webhook\'s format; it goes to the backlog (refused) with the default body');
     },
     redriven: (webhookId, delivered, reason, batch) => {
       metrics.redriven.inc({ ...labels, outcome: delivered ? 'delivered' : 'failed' });

@@ -1,0 +1,110 @@
+import jsonata from 'jsonata';
+import type { FormatSettings, Precision } from '../../config/formatSettings';
+import { pointLine } from './lineProtocol';
+
+/**
+ * The formats of CONTRACT 4.7 other than the default body, as `body.ts` uses them: each from a
+ * batch's points (JSON texts) to its bytes, or to nothing to send.
+ */
+
+export type BodyFormat =
+  | { readonly type: 'datapoints' }
+  | { readonly type: 'ndjson' }
+  | { readonly type: 'influx-line'; readonly measurement: string; readonly precision: Precision }
+  | { readonly type: 'jsonata'; readonly expression: jsonata.Expression; readonly output: 'json' | 'ndjson'; readonly contentType: string };
+
+export const NDJSON_CONTENT_TYPE = 'application/x-ndjson';
+export const LINE_CONTENT_TYPE = 'text/plain; charset=utf-8';
+
+/** A JSONata evaluation that runs longer is given up (CONTRACT 4.7). */
+export const JSONATA_TIMEOUT_MS = 1000;
+/** Evaluation steps between two turns of the event loop: a long evaluation never holds the other webhooks. */
+const JSONATA_STEPS_PER_TURN = 2000;
+
+/** The format of settings already checked (`formatSettings.ts`): a JSONata expression compiled, a precision resolved. */
+export const bodyFormatOf = (f: FormatSettings, precision: Precision): BodyFormat => {
+  switch (f.type) {
+    case 'datapoints':
+    case 'ndjson':
+      return { type: f.type };
+    case 'influx-line':
+      return { type: 'influx-line', measurement: f.measurement ?? 'datapoints', precision };
+    case 'jsonata': {
+      const expression = jsonata(f.expression, { timeout: JSONATA_TIMEOUT_MS });
+      let steps = 0;
+      // evaluation is asynchronous step by step; every few thousand steps the others get a turn
+      expression.assign(Symbol.for('jsonata.__evaluate_entry') as unknown as string, () =>
+        ++steps % JSONATA_STEPS_PER_TURN === 0 ? new Promise<void>((resolve) => setImmediate(resolve)) : undefined);
+      const output = f.output ?? 'json';
+      return { type: 'jsonata', expression, output, contentType: f.contentType ?? (output === 'json' ? 'application/json' : NDJSON_CONTENT_TYPE) };
+    }
+  }
+};
+
+/**
+ * The JSON texts of a batch's points, from their texts joined by commas (`Content` 'text'): split
+ * at the commas between them, found by a scan that follows strings and nesting.
+ */
+export const splitPoints = (joined: string): string[] => {
+  const out: string[] = [];
+  let depth = 0;
+  let inString = false;
+  let from = 0;
+  for (let i = 0; i < joined.length; i++) {
+    const c = joined.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // `\`: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) depth++;
+    else if (c === 0x7d || c === 0x5d) depth--;
+    else if (c === 0x2c && depth === 0) {
+      out.push(joined.slice(from, i));
+      from = i + 1;
+    }
+  }
+  if (joined.length > 0) out.push(joined.slice(from));
+  return out;
+};
+
+const LINE_BREAK = /[\r\n]/;
+
+/** One point's NDJSON line: its text as it stands in `datapoints`, made one line when a writer stored it on several. */
+export const ndjsonLine = (text: string): string => `${LINE_BREAK.test(text) ? JSON.stringify(JSON.parse(text)) : text}\n`;
+
+/** The time of a stream entry, from its ID (`{ms}-{seq}`). */
+export const entryMs = (id: string): number | undefined => {
+  const dash = id.indexOf('-');
+  const ms = dash > 0 ? Number(id.slice(0, dash)) : NaN;
+  return Number.isSafeInteger(ms) ? ms : undefined;
+};
+
+/** Line protocol of the points; `ids` their entries' IDs (none: no time for points without a timestamp). */
+export const influxLines = (f: Extract<BodyFormat, { type: 'influx-line' }>, points: readonly string[], ids: readonly string[] | undefined): { text: string; skipped: number } => {
+  let text = '';
+  let skipped = 0;
+  for (let i = 0; i < points.length; i++) {
+    const line = pointLine(JSON.parse(points[i]!) as Record<string, unknown>, f, ids === undefined ? undefined : entryMs(ids[i] ?? ''));
+    if (line === undefined) skipped++;
+    else text += line;
+  }
+  return { text, skipped };
+};
+
+/** The JSONata result as the body's text; undefined for JSONata's nothing. Throws what cannot be sent. */
+export const jsonataText = async (f: Extract<BodyFormat, { type: 'jsonata' }>, input: unknown): Promise<string | undefined> => {
+  let result: unknown;
+  try {
+    result = await f.expression.evaluate(input);
+  } catch (err) {
+    const e = err as { code?: string; message?: string; position?: number };
+    if (e.code === 'D1012') throw new Error(`the expression ran longer than ${JSONATA_TIMEOUT_MS} ms`);
+    throw new Error(`${e.message ?? String(err)}${e.code !== undefined ? ` (${e.code}${e.position !== undefined ? ` at character ${e.position}` : ''})` : ''}`);
+  }
+  if (result === undefined) return undefined;
+  if (f.output === 'json') return JSON.stringify(result);
+  if (!Array.isArray(result)) throw new Error(`output "ndjson" needs an array, the expression gave ${result === null ? 'null' : typeof result}`);
+  let text = '';
+  for (const item of result) text += `${JSON.stringify(item) ?? 'null'}\n`;
+  return text;
+};

@@ -1,0 +1,91 @@
+import type { Precision } from '../../config/formatSettings';
+
+/**
+ * InfluxDB line protocol, one data point a line (CONTRACT 4.7):
+ * `{measurement},casdu={C},ioa={I},source={S},type={T} value={V}[,{extra}={X}…] [{time}]`.
+ * Ours, not a library's: the escaping rules are few, and each is tested line by line.
+ */
+
+/** Commas and spaces (measurement). */
+const MEASUREMENT_SPECIAL = /[, ]/g;
+/** Commas, spaces and `=` (tag keys, tag values, field keys). */
+const KEY_SPECIAL = /[,= ]/g;
+const LINE_BREAKS = /[\r\n]/g;
+const TRAILING_BACKSLASHES = /\\+$/;
+/** `"` and `\` (string field values). */
+const STRING_SPECIAL = /["\\]/g;
+
+export const escapeMeasurement = (m: string): string => m.replace(MEASUREMENT_SPECIAL, '\\$&');
+
+/** A tag key, tag value or field key: line breaks made spaces, trailing `\` dropped, then `,`, `=` and spaces escaped. */
+export const escapeKey = (k: string): string => k.replace(LINE_BREAKS, ' ').replace(TRAILING_BACKSLASHES, '').replace(KEY_SPECIAL, '\\$&');
+
+export const escapeStringField = (s: string): string => `"${s.replace(STRING_SPECIAL, '\\$&')}"`;
+
+/** Fields that are never extra fields. */
+const NOT_EXTRA: ReadonlySet<string> = new Set(['casdu', 'ioa', 'source', 'type', 'value', 'value_text', 'timestamp', 'time']);
+
+/** A tag's value as text (a number in its shortest form), escaped; empty when it has none. */
+const tagText = (v: unknown): string => {
+  if (v === undefined || v === null) return '';
+  const text = typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);
+  return escapeKey(text);
+};
+
+/** `ms` (an integer) in the precision's units, truncated, as an integer's digits (nanoseconds pass 2^53). */
+export const timeIn = (ms: number, precision: Precision): string => {
+  switch (precision) {
+    case 'ns': return ms === 0 ? '0' : `${ms}000000`;
+    case 'us': return ms === 0 ? '0' : `${ms}000`;
+    case 'ms': return String(ms);
+    case 's': return String(Math.trunc(ms / 1000));
+  }
+};
+
+/** A point's `timestamp` to the millisecond; undefined when it has none or it does not parse. */
+const timestampMs = (t: unknown): number | undefined => {
+  if (typeof t !== 'string') return undefined;
+  const ms = Date.parse(t);
+  return Number.isFinite(ms) ? Math.trunc(ms) : undefined;
+};
+
+export interface LineOptions {
+  readonly measurement: string;
+  readonly precision: Precision;
+}
+
+/**
+ * The line of one data point (ended by `\n`), or undefined when it cannot be written (its `value`
+ * missing, null, an object or an array). `entryMs`: the time of its stream entry, used when the
+ * point's `timestamp` is missing or does not parse; undefined (an interrogation): no time then.
+ */
+export const pointLine = (point: Readonly<Record<string, unknown>>, o: LineOptions, entryMs: number | undefined): string | undefined => {
+  const v = point.value;
+  let fields: string;
+  if (typeof v === 'number') fields = `value=${String(v)}`;
+  else if (typeof v === 'boolean') fields = `value=${v ? 1 : 0}`;
+  else if (typeof v === 'string') fields = `value_text=${escapeStringField(v)}`;
+  else return undefined;
+  for (const key in point) {
+    if (NOT_EXTRA.has(key)) continue;
+    const x = point[key];
+    let text: string;
+    if (typeof x === 'number') text = String(x);
+    else if (typeof x === 'boolean') text = x ? 'true' : 'false';
+    else if (typeof x === 'string') text = escapeStringField(x);
+    else continue;
+    const k = escapeKey(key);
+    if (k !== '') fields += `,${k}=${text}`;
+  }
+  let line = escapeMeasurement(o.measurement);
+  const casdu = tagText(point.casdu);
+  const ioa = tagText(point.ioa);
+  const source = tagText(point.source);
+  const type = tagText(point.type);
+  if (casdu !== '') line += `,casdu=${casdu}`;
+  if (ioa !== '') line += `,ioa=${ioa}`;
+  if (source !== '') line += `,source=${source}`;
+  if (type !== '') line += `,type=${type}`;
+  const ms = timestampMs(point.timestamp) ?? entryMs;
+  return ms === undefined ? `${line} ${fields}\n` : `${line} ${fields} ${timeIn(ms, o.precision)}\n`;
+};

@@ -1,0 +1,118 @@
+import { gunzipSync } from 'node:zlib';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { eventually, runCli } from './helpers/cli';
+import { pendingCount, range, usePushHarness } from './helpers/push';
+import type { Received } from './helpers/receiver';
+
+/**
+ * CONTRACT 4.7 through the built CLI, with real receivers: each webhook gets the body its format
+ * says, signed before compression; a format that cannot render a batch dead-letters that batch for
+ * that webhook alone.
+ */
+const { receiver, outbound, produce, r } = usePushHarness();
+const { Webhook } = require('standardwebhooks') as typeof import('standardwebhooks');
+
+const SECRET = `whsec_${Buffer.from('a signing key of thirty-two bytes').toString('base64')}`;
+const signed = (req: Received, body: string) => {
+  const headers = { 'webhook-id': String(req.headers['webhook-id']), 'webhook-timestamp': String(req.headers['webhook-timestamp']), 'webhook-signature': String(req.headers['webhook-signature']) };
+  // the library parses the payload as JSON once the signature holds: a SyntaxError means it held
+  try {
+    new Webhook(SECRET).verify(body, headers);
+    return true;
+  } catch (err) {
+    if (err instanceof SyntaxError) return true;
+    return false;
+  }
+};
+const byId = (reqs: Received[]) => [...new Map(reqs.map((q) => [String(q.headers['webhook-id']), q])).values()];
+
+describe('formats (CONTRACT 4.7)', () => {
+  it('ndjson, jsonata (json and ndjson output) and the default body side by side; a failing expression dead-letters its batches alone', async () => {
+    const plain = await receiver();
+    const nd = await receiver();
+    const shaped = await receiver();
+    const bulk = await receiver();
+    const failing = await receiver();
+    await outbound('formats', [
+      { url: plain.url },
+      { url: nd.url, format: { type: 'ndjson' }, secret: SECRET },
+      { url: shaped.url, format: { type: 'jsonata', expression: '{ "records": datapoints.{ "tag": casdu & "." & ioa, "v": value } }' }, secret: SECRET },
+      { url: bulk.url, format: { type: 'jsonata', output: 'ndjson', expression: '$reduce(datapoints, function($a, $p) { $append($a, [{ "index": {} }, $p]) }, [])' } },
+      { url: failing.url, format: { type: 'jsonata', expression: '$error("no shape for " & $string($count(datapoints)))' } },
+    ]);
+    await produce(0, 30);
+    // pending 0 once every webhook has every batch (the failing one's in its backlog): read, then acknowledged
+    await eventually(async () => (plain.pointsDeduplicated().length === 30 && (await pendingCount(r.client, 'formats')) === 0 ? true : undefined), 20000, 'all acknowledged');
+
+    expect(plain.pointsDeduplicated().map((p) => p.seq)).toEqual(range(0, 30));
+    // ndjson: a line per point, as it stands in datapoints
+    const ndReqs = byId(nd.delivered());
+    expect(ndReqs.every((q) => q.headers['content-type'] === 'application/x-ndjson' && q.body.endsWith('\n') && signed(q, q.body))).toBe(true);
+    expect(ndReqs.flatMap((q) => q.body.slice(0, -1).split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq))).toEqual(range(0, 30));
+    // jsonata, json output: the records shape, signed
+    const shapedReqs = byId(shaped.delivered());
+    expect(shapedReqs.every((q) => q.headers['content-type'] === 'application/json' && signed(q, q.body))).toBe(true);
+    const records = shapedReqs.flatMap((q) => {
+      const rec = (JSON.parse(q.body) as { records: unknown }).records;
+      return Array.isArray(rec) ? rec : [rec];
+    }) as Array<{ tag: string; v: number }>;
+    expect(records.map((x) => x.tag)).toEqual(range(0, 30).map((i) => `1.${i}`));
+    expect(records.map((x) => x.v)).toEqual(range(0, 30));
+    // jsonata, ndjson output: an action line before each point
+    const lines = byId(bulk.delivered()).flatMap((q) => q.body.slice(0, -1).split('\n').map((l) => JSON.parse(l) as Record<string, unknown>));
+    expect(lines.filter((_, i) => i % 2 === 0).every((l) => JSON.stringify(l) === '{"index":{}}')).toBe(true);
+    expect(lines.filter((_, i) => i % 2 === 1).map((l) => l.seq)).toEqual(range(0, 30));
+    // the failing one: never sent, every batch in its backlog as refused, with the default body
+    expect(failing.requests).toHaveLength(0);
+    const list = await runCli(['deadletter', 'list', '--id', 'formats', '--json'], { ConnectionStrings__Datastore: r.redis.url });
+    expect(list.code).toBe(0);
+    const entries = list.stdout.trim().split('\n').map((l) => JSON.parse(l) as { webhook: number; reason: string; error: string; body: string });
+    expect(entries.length).toBeGreaterThan(0);
+    expect(entries.every((e) => e.webhook === 4 && e.reason === 'refused' && /^format: no shape for \d+/.test(e.error))).toBe(true);
+    expect(entries.flatMap((e) => (JSON.parse(e.body) as { datapoints: Array<{ seq: number }> }).datapoints.map((p) => p.seq)).sort((a, b) => a - b)).toEqual(range(0, 30));
+  });
+
+  it('influx-line with gzip: Content-Encoding gzip, the lines signed before compression, a time from each point\'s timestamp; GET /api/webhooks shows format and compression', async () => {
+    const influx = await receiver();
+    const { base } = await outbound('lines', [{ url: `${influx.url}?db=plant&precision=ms`, format: { type: 'influx-line', measurement: 'scada' }, compression: 'gzip', secret: SECRET }]);
+    await produce(0, 10);
+    await eventually(() => (byId(influx.delivered()).reduce((n, q) => n + gunzipSync(q.raw).toString().split('\n').length - 1, 0) >= 10 ? true : undefined));
+    const reqs = byId(influx.delivered());
+    expect(reqs.every((q) => q.headers['content-encoding'] === 'gzip' && q.headers['content-type'] === 'text/plain; charset=utf-8')).toBe(true);
+    const texts = reqs.map((q) => gunzipSync(q.raw).toString('utf8'));
+    expect(reqs.every((q, i) => signed(q, texts[i]!))).toBe(true);
+    // the compressed bytes are not what was signed
+    expect(signed(reqs[0]!, reqs[0]!.body)).toBe(false);
+    const lines = texts.join('').split('\n').filter((l) => l !== '');
+    expect(lines).toHaveLength(10);
+    for (const [i, line] of lines.entries()) {
+      expect(line).toMatch(new RegExp(`^scada,casdu=1,ioa=${i},source=producer,type=36 value=${i},seq=${i} \\d{13}$`));
+    }
+    const shown = (await (await fetch(`${base}/api/webhooks`)).json()) as { webhooks: Array<{ format: string; compression: string }> };
+    expect(shown.webhooks[0]).toMatchObject({ format: 'influx-line', compression: 'gzip' });
+  });
+
+  it('webhooks render prints the body byte for byte; exit 1 when it cannot be rendered, 2 for a bad BATCH file or expression', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'render-'));
+    const cfg = join(dir, 'cfg.json');
+    writeFileSync(cfg, JSON.stringify({ hostUrls: ['http://127.0.0.1:1'], webhooks: [
+      { url: 'http://influx:8086/write?db=p&precision=s', format: { type: 'influx-line' } },
+      { url: 'http://x/', format: { type: 'jsonata', expression: '$error("nope")' } },
+    ] }));
+    const batch = join(dir, 'batch.json');
+    writeFileSync(batch, JSON.stringify({ datapoints: [{ casdu: 3, ioa: 4, type: 13, value: 1.5, timestamp: '2026-11-21T10:15:00.999Z' }, { casdu: 3, ioa: 5, value: 2 }] }));
+    const ok = await runCli(['webhooks', 'render', cfg, '--webhook', '0', batch]);
+    expect(ok).toMatchObject({ code: 0, stdout: 'datapoints,casdu=3,ioa=4,type=13 value=1.5 1795256100\ndatapoints,casdu=3,ioa=5 value=2\n' });
+    const failed = await runCli(['webhooks', 'render', cfg, '--webhook', '1', batch]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain('format: nope');
+    writeFileSync(join(dir, 'bad.json'), '[1]');
+    expect((await runCli(['webhooks', 'render', cfg, '--webhook', '0', join(dir, 'bad.json')])).code).toBe(2);
+    writeFileSync(cfg, JSON.stringify({ hostUrls: ['http://127.0.0.1:1'], webhooks: [{ url: 'http://x/', format: { type: 'jsonata', expression: 'datapoints.(' } }] }));
+    const invalid = await runCli(['webhooks', 'render', cfg, '--webhook', '0', batch]);
+    expect(invalid.code).toBe(2);
+    expect(invalid.stderr).toContain('webhooks[0].format.expression: does not compile');
+  });
+});
