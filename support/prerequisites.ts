@@ -20,6 +20,7 @@ export const PROGRAMS: readonly Program[] = [
   { program: 'redis-sentinel', for: 'the Sentinel failover tests', debian: 'redis-sentinel', macos: 'redis' },
   { program: 'openssl', for: 'the certificates of the TLS tests and benchmarks', debian: 'openssl', macos: 'openssl' },
   { program: 'promtool', for: 'the metrics format and alert rule tests', debian: 'prometheus', macos: 'prometheus' },
+  { program: 'influxd', for: 'the influx-line format test against a real InfluxDB 1.x', debian: 'influxdb', macos: 'influxdb@1' },
 ];
 
 /** Whether `program` is an executable file in one of the `PATH` directories. */

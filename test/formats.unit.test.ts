@@ -1,0 +1,110 @@
+import * as E from 'fp-ts/Either';
+import { parseManagedSettings } from '../src/config/managed';
+import { escapeKey, escapeMeasurement, escapeStringField, pointLine, timeIn } from '../src/streams/webhook/lineProtocol';
+import { bodyFormatOf, jsonataText, ndjsonLine, splitPoints } from '../src/streams/webhook/formats';
+
+/** CONTRACT 4.7: the line protocol's escaping and values rule by rule, the point splitter, JSONata's outputs, the settings' errors. */
+
+const O = { measurement: 'datapoints', precision: 'ms' as const };
+
+describe('line protocol', () => {
+  it.each([
+    ['a measurement: commas and spaces escaped, a backslash elsewhere as it is', escapeMeasurement('my plant,a b=c\\d'), 'my\\ plant\\,a\\ b=c\\d'],
+    ['a key or tag value: commas, spaces and = escaped', escapeKey('a,b c=d'), 'a\\,b\\ c\\=d'],
+    ['trailing backslashes dropped', escapeKey('tail\\\\'), 'tail'],
+    ['a backslash inside kept', escapeKey('a\\b'), 'a\\b'],
+    ['line breaks become spaces (then escaped)', escapeKey('a\nb\rc'), 'a\\ b\\ c'],
+    ['a string field: quotes and backslashes escaped', escapeStringField('say "hi" \\ ok'), '"say \\"hi\\" \\\\ ok"'],
+  ])('%s', (_what, got, expected) => expect(got).toBe(expected));
+
+  it('tags in order casdu, ioa, source, type; value a float; extra fields in the object\'s order, of number, boolean and string only', () => {
+    const p = { type: 36, quality: 'good', value: 21.5, ioa: 5, nested: { a: 1 }, list: [1], casdu: 1, source: 'plant a', flag: false, n: 3, nothing: null, timestamp: '2026-11-21T10:15:00.123Z' };
+    expect(pointLine(p, O, undefined)).toBe('datapoints,casdu=1,ioa=5,source=plant\\ a,type=36 value=21.5,quality="good",flag=false,n=3 1795256100123\n');
+  });
+
+  it.each([
+    [true, 'value=1'], [false, 'value=0'], [3, 'value=3'], [-5, 'value=-5'], [1e21, 'value=1e+21'], [0.1, 'value=0.1'], ['OPEN', 'value_text="OPEN"'],
+  ])('value %p is written %s', (value, field) => expect(pointLine({ casdu: 1, ioa: 2, value }, O, undefined)).toBe(`datapoints,casdu=1,ioa=2 ${field}\n`));
+
+  it.each([[undefined], [null], [{ a: 1 }], [[1]]])('a point whose value is %p cannot be written', (value) =>
+    expect(pointLine({ casdu: 1, ioa: 2, value }, O, 1)).toBeUndefined());
+
+  it('source and type left out when absent, null, empty, or empty once trailing backslashes go', () => {
+    expect(pointLine({ casdu: 1, ioa: 2, source: '', type: null, value: 1 }, O, undefined)).toBe('datapoints,casdu=1,ioa=2 value=1\n');
+    expect(pointLine({ casdu: 1, ioa: 2, source: '\\\\', value: 1 }, O, undefined)).toBe('datapoints,casdu=1,ioa=2 value=1\n');
+  });
+
+  it('never extra: casdu, ioa, source, type, value, value_text, timestamp, time', () => {
+    expect(pointLine({ casdu: 1, ioa: 2, value: 1, value_text: 'x', time: 5, timestamp: 'bad' }, O, undefined)).toBe('datapoints,casdu=1,ioa=2 value=1\n');
+  });
+
+  it('the time: the timestamp in the precision\'s units, truncated; the entry\'s time when the timestamp is missing or bad; none without either', () => {
+    expect(timeIn(1795256100123, 'ns')).toBe('1795256100123000000');
+    expect(timeIn(1795256100123, 'us')).toBe('1795256100123000');
+    expect(timeIn(1795256100123, 'ms')).toBe('1795256100123');
+    expect(timeIn(1795256100999, 's')).toBe('1795256100');
+    expect(timeIn(0, 'ns')).toBe('0');
+    expect(pointLine({ casdu: 1, ioa: 2, value: 1, timestamp: 'not a time' }, O, 42)).toBe('datapoints,casdu=1,ioa=2 value=1 42\n');
+    expect(pointLine({ casdu: 1, ioa: 2, value: 1 }, { ...O, precision: 's' }, 1999)).toBe('datapoints,casdu=1,ioa=2 value=1 1\n');
+    expect(pointLine({ casdu: 1, ioa: 2, value: 1 }, O, undefined)).toBe('datapoints,casdu=1,ioa=2 value=1\n');
+  });
+});
+
+describe('splitting and ndjson', () => {
+  it('splits joined points at the commas between them, not inside strings, objects or arrays', () => {
+    const points = [{ a: 'x,y', b: [1, 2], c: { d: ',' } }, { e: 'q"uo\\"te,' }, {}];
+    expect(splitPoints(points.map((p) => JSON.stringify(p)).join(',')).map((t) => JSON.parse(t) as unknown)).toEqual(points);
+    expect(splitPoints('')).toEqual([]);
+  });
+
+  it('a point stored on several lines becomes one line; others go as they stand', () => {
+    expect(ndjsonLine('{"a": 1,\n "b": "x"}')).toBe('{"a":1,"b":"x"}\n');
+    expect(ndjsonLine('{"a": 1}')).toBe('{"a": 1}\n');
+  });
+});
+
+describe('jsonata', () => {
+  const f = (expression: string, output?: 'json' | 'ndjson') => {
+    const made = bodyFormatOf({ type: 'jsonata', expression, ...(output !== undefined ? { output } : {}) }, 'ns');
+    if (made.type !== 'jsonata') throw new Error('not jsonata');
+    return made;
+  };
+  const input = { datapoints: [{ casdu: 1, ioa: 2, value: 3 }, { casdu: 1, ioa: 3, value: 4 }] };
+
+  it('json output, ndjson output, and nothing', async () => {
+    await expect(jsonataText(f('{"n": $count(datapoints)}'), input)).resolves.toBe('{"n":2}');
+    await expect(jsonataText(f('datapoints.{"v": value}', 'ndjson'), input)).resolves.toBe('{"v":3}\n{"v":4}\n');
+    await expect(jsonataText(f('datapoints[value > 10]'), input)).resolves.toBeUndefined();
+  });
+
+  it('fails: an error in the expression, ndjson of a non-array, an evaluation longer than 1 s', async () => {
+    await expect(jsonataText(f('$error("boom")'), input)).rejects.toThrow('boom');
+    await expect(jsonataText(f('{"a": 1}', 'ndjson'), input)).rejects.toThrow('output "ndjson" needs an array');
+    await expect(jsonataText(f('($f := function($n) { $n > 0 ? $f($n - 1) + $f($n - 1) : 0 }; $f(40))'), input)).rejects.toThrow(/longer than 1000 ms|stack/);
+  }, 15000);
+});
+
+describe('format settings', () => {
+  const problems = (webhook: object): string[] => {
+    const r = parseManagedSettings(JSON.stringify({ hostUrls: ['http://127.0.0.1:1'], webhooks: [webhook] }));
+    return E.isLeft(r) ? r.left : [];
+  };
+  it.each([
+    [{ url: 'http://x/', format: { type: 'csv' } }, 'webhooks[0].format.type: must be one of'],
+    [{ url: 'http://x/', format: 'ndjson' }, 'webhooks[0].format: must be an object with a "type"'],
+    [{ url: 'http://x/', format: { type: 'jsonata', expression: 'a.(' } }, 'webhooks[0].format.expression: does not compile'],
+    [{ url: 'http://x/', format: { type: 'jsonata', expression: 'a', output: 'csv' } }, 'webhooks[0].format.output: must be one of "json", "ndjson"'],
+    [{ url: 'http://x/', format: { type: 'influx-line', measurement: 'm\\' } }, 'webhooks[0].format.measurement: must not end in "\\"'],
+    [{ url: 'http://x/', format: { type: 'influx-line', measurement: '#m' } }, 'webhooks[0].format.measurement: must not start with "#"'],
+    [{ url: 'http://x/', format: { type: 'influx-line', precision: 'h' } }, 'webhooks[0].format.precision: must be one of'],
+    [{ url: 'http://x/?precision=us', format: { type: 'influx-line', precision: 'ms' } }, 'webhooks[0].format.precision: "ms" is not the unit of the URL\'s precision'],
+    [{ url: 'http://x/?precision=', format: { type: 'influx-line' } }, 'webhooks[0].url: its "precision" must be given once'],
+    [{ url: 'http://x/?precision=s&precision=s', format: { type: 'influx-line' } }, 'webhooks[0].url: its "precision" must be given once'],
+    [{ url: 'http://x/', compression: 'br' }, 'webhooks[0].compression: must be one of "none", "gzip"'],
+  ])('%j: %s', (webhook, expected) => expect(problems(webhook).join('\n')).toContain(expected));
+
+  it('accepts the same unit written two ways (u and us), and no precision at all', () => {
+    expect(problems({ url: 'http://x/?precision=u', format: { type: 'influx-line', precision: 'us' } })).toEqual([]);
+    expect(problems({ url: 'http://x/', format: { type: 'influx-line' }, compression: 'gzip' })).toEqual([]);
+  });
+});
