@@ -6,7 +6,8 @@ import { byStreamOrder, REDRIVABLE, type BacklogItem, type BacklogReason } from 
 import { bodyText, DATAPOINTS, renderBody } from '../src/streams/webhook/body';
 import type { PostBatch, WebhookResponse } from '../src/streams/webhook/answers';
 import { memoryDisabledMark, type DisabledMark } from '../src/streams/webhook/disabledMarks';
-import { webhookLane, type LaneObserver, type LaneResult } from '../src/streams/webhook/lane';
+import { webhookLane, type LaneObserver, type LaneOptions, type LaneResult } from '../src/streams/webhook/lane';
+import type { Prepared } from '../src/streams/webhook/body';
 import type { DecodedEntry, StreamEntry } from '../src/streams/read/entries';
 import { pushPipeline$, type PipelineEvent } from '../src/streams/push/pipeline';
 import { readUpdates$, wholeBatches, type ConsumerInfo, type ReaderOptions, type ReadChunk, type StreamPort } from '../src/streams/read/reader';
@@ -123,10 +124,11 @@ const scripted = (
 /** A lane over a subscription with these settings (the rest as below) and this backlog (else an in-memory one). */
 type LaneOver = Partial<DeliverySettings> & {
   readonly index?: number; readonly webhook?: Webhook; readonly backlog?: LaneBacklog; readonly observer?: LaneObserver; readonly disabled?: DisabledMark;
+  readonly render?: LaneOptions['render'];
 };
 const lane = (ts: TestScheduler, post: PostBatch, over: LaneOver = {}, deadLettered: string[] = []) => {
   const mem = memoryBacklog();
-  const { index = 0, webhook = hook('http://a/'), backlog, observer = quiet, disabled, ...settings } = over;
+  const { index = 0, webhook = hook('http://a/'), backlog, observer = quiet, disabled, render, ...settings } = over;
   const subscription: WebhookSubscription = {
     index, webhook, key: webhookKey(index, webhook.url), host: new URL(webhook.url).host, files: {},
     settings: { maxAttempts: 5, maxInFlight: 4, queueCap: 1000, circuitThreshold: 1000, probeIntervalMs: 1000, autoRedrive: false, timeoutMs: 1000, ...settings },
@@ -144,6 +146,7 @@ const lane = (ts: TestScheduler, post: PostBatch, over: LaneOver = {}, deadLette
     },
     observer,
     ...(disabled !== undefined ? { disabled } : {}),
+    ...(render !== undefined ? { render } : {}),
     scheduler: ts,
   });
 };
@@ -161,6 +164,31 @@ describe('webhook lane', () => {
       ts.flush();
       expect(hookA.attempts.map((a) => a.at)).toEqual([0, 105, 310, 715]);
     });
+  });
+
+  it('CONTRACT 4.7: a batch whose rendering fails after a second is dead-lettered at once (refused, never sent); the batches after it go out meanwhile; nothing to send counts as delivered', () => {
+    const ts = newScheduler();
+    const dead: string[] = [];
+    const rendered: string[] = [];
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, () => ok);
+      const render = (_f: unknown, b: Batch) => {
+        const id = b.ids.join('');
+        rendered.push(id);
+        if (id === 'a') return cold<Prepared>('1000ms (f|)', { f: { kind: 'failed', error: 'the expression ran longer than 1000 ms' } });
+        if (id === 'c') return cold<Prepared>('(n|)', { n: { kind: 'nothing', skipped: 0 } });
+        return cold<Prepared>('(p|)', { p: { kind: 'body', body: renderBody(DATAPOINTS, b), skipped: 0 } });
+      };
+      const out = cold<Batch>('a 9ms b 9ms c 9ms d|', { a: batchOf('a'), b: batchOf('b'), c: batchOf('c'), d: batchOf('d') }).pipe(
+        lane(ts, hookA.post, { webhook: { ...hook('http://a/'), format: { type: 'ndjson' } }, render }, dead), mapOutcome(),
+      );
+      // b at 10 + 5, c (nothing) at 20, d at 30 + 5: none waits for a, which fails at 1000
+      expectObservable(out).toBe('15ms x 4ms y 14ms z 964ms (w|)', { x: 'b:delivered', y: 'c:delivered', z: 'd:delivered', w: 'a:deadlettered' });
+      ts.flush();
+      expect(hookA.attempts.map((a) => a.batch)).toEqual(['b', 'd']);
+    });
+    expect(rendered).toEqual(['a', 'b', 'c', 'd']);
+    expect(dead).toEqual(['a:format: the expression ran longer than 1000 ms:0']);
   });
 
   it('gives up after MaxAttempts and dead-letters, logging the attempts', () => {

@@ -5,7 +5,7 @@ import {
 import type { Batch } from '../read/batches';
 import type { LaneBacklog } from './backlog';
 import type { BacklogReason } from './backlogEntry';
-import { defaultBody, formatOf, prepareBody, renderBody, type Body } from './body';
+import { defaultBody, formatOf, prepareBody, renderBody, type Body, type BodyFormat, type Prepared } from './body';
 import { memoryDisabledMark, type DisabledMark } from './disabledMarks';
 import * as L from './laneState';
 import type { WebhookState } from './laneState';
@@ -73,6 +73,8 @@ export interface LaneOptions {
   /** CONTRACT 4.6: an interrogation before any live batch (`initialState`), and the ones asked for later. */
   readonly initial?: Interrogation;
   readonly interrogations?: Observable<Interrogation>;
+  /** What a batch comes to in the webhook's format (`prepareBody`, CONTRACT 4.7); marble tests pass cold observables. */
+  readonly render?: (format: BodyFormat, batch: Batch) => Observable<Prepared>;
 }
 
 /**
@@ -90,6 +92,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
     const { settings, index } = o.subscription;
     const scheduler = o.scheduler ?? asyncScheduler;
     const format = formatOf(o.subscription.webhook);
+    const render = o.render ?? ((f: BodyFormat, b: Batch) => defer(() => prepareBody(f, b)));
     let state = L.initialLaneState(settings, o.initiallyDisabled === true);
     /** Tells the redrive the backlog may have work (`redrive.ts`); `done$`: the lane's batches and interrogations are over. */
     const wake$ = new Subject<void>();
@@ -168,7 +171,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
     const live$ = (batch: Batch, sender?: RunSender): Observable<LaneResult> =>
       format.type === 'datapoints' || batch.content.kind === 'elsewhere' || batch.content.kind === 'stored'
         ? attempts$(batch, sender)
-        : defer(() => prepareBody(format, batch)).pipe(mergeMap((p) => {
+        : render(format, batch).pipe(mergeMap((p) => {
           if (p.kind !== 'failed' && p.skipped > 0) o.observer.pointsSkipped?.(p.skipped);
           switch (p.kind) {
             case 'body':
