@@ -3,7 +3,29 @@
  * points it received and their end-to-end latency (receipt time − the producer's append time `t`).
  * Asked over IPC for a report, it answers with counts and latency percentiles per receiver.
  */
-import { createServer } from 'node:http';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { gunzipSync } from 'node:zlib';
+
+type Seen = { t: number; seq: number; w?: number };
+const INFLUX_FIELDS = /[ ,](seq|t|w)=([0-9.e+-]+)/g;
+/**
+ * The points of a request in any format of CONTRACT 4.7 (push-formats): the default body, NDJSON
+ * lines, line protocol (the fields `seq`, `t`, `w`), or the `jsonata` scenario's `{"records":[…]}`.
+ */
+const pointsOf = (raw: Buffer, headers: IncomingHttpHeaders): Seen[] => {
+  const text = (headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8');
+  const type = String(headers['content-type'] ?? '');
+  if (type.startsWith('application/x-ndjson')) return text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Seen);
+  if (type.startsWith('text/plain')) {
+    return text.split('\n').filter((l) => l !== '').map((l) => {
+      const p: Record<string, number> = {};
+      for (const m of l.matchAll(INFLUX_FIELDS)) p[m[1]!] = Number(m[2]);
+      return { t: p.t!, seq: p.seq!, ...(p.w !== undefined ? { w: p.w } : {}) };
+    });
+  }
+  const body = JSON.parse(text) as { datapoints?: Seen[]; records?: Seen[] };
+  return body.datapoints ?? body.records ?? [];
+};
 import { percentile } from './lib';
 
 const ports = process.argv.slice(2).map(Number);
@@ -18,7 +40,7 @@ const listen = (port: number, i: number) => {
     req.on('end', () => {
       const now = Date.now();
       const s = stats[i]!;
-      const points = (JSON.parse(Buffer.concat(parts).toString('utf8')) as { datapoints: Array<{ t: number; seq: number; w?: number }> }).datapoints;
+      const points = pointsOf(Buffer.concat(parts), req.headers);
       s.requests++;
       for (const p of points) {
         if (s.seqs.has(p.seq)) s.duplicates++;

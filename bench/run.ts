@@ -15,12 +15,13 @@ import { join } from 'node:path';
 import { startRedisServer } from '../support/redisServer';
 import { benchMappingsConfig, benchPayload } from './fixtures';
 import { missingMessage, missingPrograms } from '../support/prerequisites';
+import { pushFormats } from './pushFormats';
 import {
   cpuMs, freePort, httpGet, memory, nextMessage, printTable, resetPeak, saveResult, SECONDS, sleep,
   startConnector, startRedis, startScript, stop, waitReady, type Row,
 } from './lib';
 
-type Redises = { port: number; client: Redis };
+export type Redises = { port: number; client: Redis };
 
 interface Load { rps: number; p50: number; p99: number; errors: number; non2xx: number; requests: number; cpuUsPerRequest?: number; minCpuUsPerRequest?: number }
 
@@ -275,8 +276,10 @@ const getAllOf = (n: number, name: string, targets: { time: number; growthMb: nu
   return { ours, baseline: base };
 };
 
-interface PushFigures {
+export interface PushFigures {
   rate: number; produced: number; producedPerSecond: number; delivered: number[]; duplicates: number[]; p50: number; p99: number; throughput: number;
+  /** Each live receiver's p99. */
+  p99s: number[];
   /** CPU time (user + system) of the pushing process from the producer's start to the last receipt, per point produced. */
   cpuUsPerPoint: number;
 }
@@ -285,9 +288,11 @@ interface PushFigures {
  * Webhooks of a push run: `filtered` gives webhook k of n the IOAs k·(10000/n) … (k+1)·(10000/n)−1
  * (the producer's IOAs cycle over 0..9999), so each gets a different 1/n of the points.
  */
-interface PushShape {
+export interface PushShape {
   readonly webhooks: number;
   readonly filtered: boolean;
+  /** Each webhook's `format` and `compression` (CONTRACT 4.7), when not the default body. */
+  readonly formats?: ReadonlyArray<Record<string, unknown> | undefined>;
   /** The connector's environment (tracing) and whether the producer writes `traceparent` fields. */
   readonly env?: Record<string, string>;
   readonly traced?: boolean;
@@ -305,7 +310,7 @@ const wantedOf = (k: number, n: number, produced: number): number => {
 };
 
 /** One push run at a fixed rate: ours (the outbound connector) or the bare loop. */
-const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadFirst: boolean, shape: PushShape = FIVE): Promise<PushFigures> => {
+export const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadFirst: boolean, shape: PushShape = FIVE): Promise<PushFigures> => {
   await r.client.flushall();
   const ports = await Promise.all(Array.from({ length: shape.webhooks }, () => freePort()));
   const live = deadFirst ? ports.slice(1) : ports;
@@ -315,7 +320,7 @@ const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadF
   let server: ChildProcess;
   if (who === 'ours') {
     const port = await freePort();
-    const webhooks = urls.map((url, k) => ({ url, ...(shape.filtered ? { filter: filterOf(k, shape.webhooks) } : {}) }));
+    const webhooks = urls.map((url, k) => ({ url, ...(shape.filtered ? { filter: filterOf(k, shape.webhooks) } : {}), ...(shape.formats?.[k] ?? {}) }));
     await r.client.set('connectors:bench-push:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], webhooks }));
     server = startConnector('outbound', {
       Id: 'bench-push', ConnectionStrings__Datastore: `127.0.0.1:${r.port}`, Webhooks__TimeoutMilliseconds: '2000', Webhooks__MaxAttempts: '2', ...shape.env,
@@ -353,18 +358,19 @@ const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadF
     duplicates: liveReports.map((x) => x.duplicates),
     p50: Math.max(...liveReports.map((x) => x.p50)),
     p99: Math.max(...liveReports.map((x) => x.p99)),
+    p99s: liveReports.map((x) => x.p99),
     throughput: Math.min(...liveReports.map((x) => x.distinct / Math.max(0.001, (x.last - x.first) / 1000 + 0.001))),
     cpuUsPerPoint,
   };
 };
 
-const pushRow = (who: string, f: PushFigures): Row => ({
+export const pushRow = (who: string, f: PushFigures): Row => ({
   who, 'target/s': f.rate, 'produced/s': Math.round(f.producedPerSecond),
   'delivered %': f.delivered.map((d) => (d * 100).toFixed(1)).join(' / '),
   'p50 ms': f.p50, 'p99 ms': f.p99, 'points/s per receiver': Math.round(f.throughput), 'CPU µs/point': f.cpuUsPerPoint,
 });
 
-const complete = (f: PushFigures, deadFirst = false) => f.delivered.every((d, i) => (deadFirst && i === 0) || d >= 1);
+export const complete = (f: PushFigures, deadFirst = false) => f.delivered.every((d, i) => (deadFirst && i === 0) || d >= 1);
 
 const push = async (r: Redises) => {
   const rows: Row[] = [];
@@ -752,6 +758,7 @@ const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'get-one': getOne,
   'push-5-webhooks': push,
   'push-cpu-per-point': pushCpu,
+  'push-formats': (r) => pushFormats((rate, shape) => pushRun(r, 'ours', rate, false, shape), (who, f) => pushRow(who, f)),
   'push-one-dead-webhook': pushDead,
   'push-outage-recovery': pushOutage,
   'push-50-filtered': pushFiltered,

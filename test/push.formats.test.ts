@@ -94,6 +94,29 @@ describe('formats (CONTRACT 4.7)', () => {
     expect(shown.webhooks[0]).toMatchObject({ format: 'influx-line', compression: 'gzip' });
   });
 
+  it('an interrogation in each format (on its thread): ndjson lines with Webhook-Cause; an expression that fails puts each request in the backlog at once and the interrogation completes', async () => {
+    const pipe = r.client.pipeline();
+    for (let ioa = 0; ioa < 5; ioa++) pipe.set(`process:image:casdu:4:ioa:${ioa}`, JSON.stringify({ casdu: 4, ioa, type: 13, value: ioa * 1.5, timestamp: '2026-11-21T10:15:00.000Z' }));
+    await pipe.exec();
+    const nd = await receiver();
+    const failing = await receiver();
+    const { c } = await outbound('gi', [
+      { url: nd.url, format: { type: 'ndjson' }, initialState: true },
+      { url: failing.url, format: { type: 'jsonata', expression: '$error("no " & cause)' }, initialState: true },
+    ]);
+    await c.waitForLog((l) => l.msg === 'interrogation completed' && l.webhook === 1);
+    await eventually(() => (nd.delivered().length > 0 ? true : undefined));
+    const req = nd.delivered()[0]!;
+    expect(req.headers['webhook-cause']).toBe('interrogation');
+    expect(req.headers['content-type']).toBe('application/x-ndjson');
+    expect(req.body.split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l) as { ioa: number }).ioa)).toEqual([0, 1, 2, 3, 4]);
+    expect(failing.requests).toHaveLength(0);
+    const list = await runCli(['deadletter', 'list', '--id', 'gi', '--json'], { ConnectionStrings__Datastore: r.redis.url });
+    const entries = list.stdout.trim().split('\n').map((l) => JSON.parse(l) as { webhook: number; reason: string; error: string; body: string });
+    expect(entries.map((e) => [e.webhook, e.reason, e.error])).toEqual([[1, 'refused', 'format: no interrogation']]);
+    expect(JSON.parse(entries[0]!.body)).toMatchObject({ cause: 'interrogation', datapoints: expect.arrayContaining([expect.objectContaining({ casdu: 4, ioa: 4 })]) });
+  });
+
   it('webhooks render prints the body byte for byte; exit 1 when it cannot be rendered, 2 for a bad BATCH file or expression', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'render-'));
     const cfg = join(dir, 'cfg.json');

@@ -5,7 +5,7 @@ import { imageReader, sortInPlace, type ImageReader } from '../../streams/image/
 import { interrogationBatch } from '../../streams/webhook/interrogation';
 import type { Batch } from '../../streams/read/batches';
 import { webhookClient } from '../../streams/webhook/client';
-import { bodyText, formatOf, prepareBody, renderBody, renderedNow } from '../../streams/webhook/body';
+import { bodyText, DATAPOINTS, formatOf, prepareBody, renderBody, renderedNow } from '../../streams/webhook/body';
 import { bodyPool } from './bodyPool';
 import { incrementalCollector } from '../collector';
 import { connectDatastore, type DatastoreLog } from '../datastore';
@@ -62,10 +62,10 @@ const next = async (): Promise<FromThread> => {
     const prepared = await prepareBody(format, batch, bodies.alloc);
     // CONTRACT 4.7: nothing to send for these points (all left out, or JSONata's nothing): the next ones
     if (prepared.kind === 'nothing') continue;
-    if (prepared.kind === 'failed') throw new Error(`format: ${prepared.error}`);
-    const request = renderedNow(format, batch, bodies.alloc);
+    // one that cannot be rendered is kept with the default body, which the lane takes for the backlog
+    const request = renderedNow(prepared.kind === 'failed' ? DATAPOINTS : format, batch, bodies.alloc);
     requests.set(request.webhookId, request);
-    return { t: 'points', size: points.length };
+    return prepared.kind === 'failed' ? { t: 'points', size: points.length, renderError: prepared.error } : { t: 'points', size: points.length };
   }
 };
 

@@ -15,7 +15,7 @@ export interface ImageThread {
    * Reads the next request: its number of points, or null when the image has no more. Request `k`
    * (from 1) is the `k`-th read; its body stays on the thread (`webhook-id` `gi-`/`pi-{P}-{k}`).
    */
-  next(): Promise<{ readonly size: number } | null>;
+  next(): Promise<{ readonly size: number; readonly renderError?: string } | null>;
   /** Sends request `batch.webhookId` from the thread; its spans (CONTRACT 9) are made here. */
   readonly post: PostBatch;
   /** The request's body, for the backlog; the thread lets go of it (it does once a request is answered 2xx). */

@@ -25,8 +25,12 @@ export type Content =
    * thread made it ahead of its request; sent again as it is.
    */
   | { readonly kind: 'stored'; readonly body: string | Buffer; readonly contentType: string }
-  /** An interrogation's request whose body stays on its thread, which sends it (`RunSender`). */
-  | { readonly kind: 'elsewhere' };
+  /**
+   * An interrogation's request whose body stays on its thread, which sends it (`RunSender`);
+   * `renderError` when the thread could not render it in the webhook's format (CONTRACT 4.7: it
+   * goes to the backlog at once, with the default body).
+   */
+  | { readonly kind: 'elsewhere'; readonly renderError?: string };
 
 export interface Batch {
   /** `{first}_{last}` stream IDs: the same on every retry, for every webhook, and after a restart. */

@@ -79,12 +79,12 @@ export const entryMs = (id: string): number | undefined => {
   return Number.isSafeInteger(ms) ? ms : undefined;
 };
 
-/** Line protocol of the points; `ids` their entries' IDs (none: no time for points without a timestamp). */
-export const influxLines = (f: Extract<BodyFormat, { type: 'influx-line' }>, points: readonly string[], ids: readonly string[] | undefined): { text: string; skipped: number } => {
+/** Line protocol of the points (parsed objects); `ids` their entries' IDs (none: no time for points without a timestamp). */
+export const influxLines = (f: Extract<BodyFormat, { type: 'influx-line' }>, points: ReadonlyArray<Record<string, unknown>>, ids: readonly string[] | undefined): { text: string; skipped: number } => {
   let text = '';
   let skipped = 0;
   for (let i = 0; i < points.length; i++) {
-    const line = pointLine(JSON.parse(points[i]!) as Record<string, unknown>, f, ids === undefined ? undefined : entryMs(ids[i] ?? ''));
+    const line = pointLine(points[i]!, f, ids === undefined ? undefined : entryMs(ids[i] ?? ''));
     if (line === undefined) skipped++;
     else text += line;
   }

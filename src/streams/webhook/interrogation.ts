@@ -53,9 +53,10 @@ export const interrogationId = (cause: InterrogationCause, p: string, k: number)
 const NONE: ReadonlySet<string> = new Set();
 
 /** Request `k` of a run, of `size` points, as the lane holds it: its body stays on the run's thread, which sends it. */
-export const interrogationRequest = (cause: InterrogationCause, p: string, k: number, size: number): Batch => {
+export const interrogationRequest = (cause: InterrogationCause, p: string, k: number, size: number, renderError?: string): Batch => {
   const webhookId = interrogationId(cause, p, k);
-  return { webhookId, first: webhookId, ids: [], content: { kind: 'elsewhere' }, cause, size, recorded: true, done: NONE };
+  const content = renderError === undefined ? { kind: 'elsewhere' as const } : { kind: 'elsewhere' as const, renderError };
+  return { webhookId, first: webhookId, ids: [], content, cause, size, recorded: true, done: NONE };
 };
 
 /** Request `k` of a run, of these points (each a stored JSON object's UTF-8 bytes), as the run's thread makes it. */

@@ -169,7 +169,9 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
      * is dead-lettered at once (`refused`), with the default body, and never retried.
      */
     const live$ = (batch: Batch, sender?: RunSender): Observable<LaneResult> =>
-      format.type === 'datapoints' || batch.content.kind === 'elsewhere' || batch.content.kind === 'stored'
+      batch.content.kind === 'elsewhere' && batch.content.renderError !== undefined
+        ? renderFailed$(batch, batch.content.renderError, sender)
+        : format.type === 'datapoints' || batch.content.kind === 'elsewhere' || batch.content.kind === 'stored'
         ? attempts$(batch, sender)
         : render(format, batch).pipe(mergeMap((p) => {
           if (p.kind !== 'failed' && p.skipped > 0) o.observer.pointsSkipped?.(p.skipped);
@@ -181,10 +183,15 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
               o.observer.finished(batch, 'delivered', 0);
               return of(result(batch, 'delivered'));
             case 'failed':
-              o.observer.renderFailed?.(batch, p.error);
-              return toBacklog$(batch, 'refused', `format: ${p.error}`, 0, sender, defaultBody);
+              return renderFailed$(batch, p.error, sender);
           }
         }));
+
+    /** A batch that cannot be rendered for this webhook: to the backlog at once, refused, with the default body (its thread's, for an interrogation's). */
+    const renderFailed$ = (batch: Batch, error: string, sender?: RunSender): Observable<LaneResult> => {
+      o.observer.renderFailed?.(batch, error);
+      return toBacklog$(batch, 'refused', `format: ${error}`, 0, sender, sender === undefined ? defaultBody : bodyOf);
+    };
 
     /** A batch's attempts (by the lane's client, or an interrogation run's `post`), then delivered or to the backlog. */
     const attempts$ = (batch: Batch, sender?: RunSender): Observable<LaneResult> =>
