@@ -113,7 +113,7 @@ describe('formats (CONTRACT 4.7)', () => {
     expect(failing.requests).toHaveLength(0);
     const list = await runCli(['deadletter', 'list', '--id', 'gi', '--json'], { ConnectionStrings__Datastore: r.redis.url });
     const entries = list.stdout.trim().split('\n').map((l) => JSON.parse(l) as { webhook: number; reason: string; error: string; body: string });
-    expect(entries.map((e) => [e.webhook, e.reason, e.error])).toEqual([[1, 'refused', 'format: no interrogation']]);
+    expect(entries.map((e) => [e.webhook, e.reason, e.error])).toEqual([[1, 'refused', expect.stringMatching(/^format: no interrogation \(D3137/)]]);
     expect(JSON.parse(entries[0]!.body)).toMatchObject({ cause: 'interrogation', datapoints: expect.arrayContaining([expect.objectContaining({ casdu: 4, ioa: 4 })]) });
   });
 
