@@ -35,6 +35,9 @@
  * would hold applying requests as they arrive is reported (`arrivalOrderMismatches`), not judged:
  * retries and a killed replica's claimed entries arrive after newer ones by design (CONTRACT 4.2,
  * 4.6 "retries aside").
+ * Two more receivers get the same points in other bodies (CONTRACT 4.7): "ndjson" (a point a
+ * line) and "influx-line" (line protocol, parsed back: tags casdu and ioa, fields value and seq),
+ * held to the same checks as the healthy one but the SIGKILL rule.
  * Exit status 0 when lost, duplicates after de-duplication, ids with two contents and points
  * outside a filter are 0 everywhere, the healthy receiver's raw duplicates all follow a SIGKILL, and the inbound checks
  * hold; 1 otherwise.
@@ -247,7 +250,33 @@ interface Receiver {
   unplaced: number;
   /** Requests of interrogations (first copies), by cause. */
   readonly interrogations: Map<string, number>;
+  /** Its webhook's body format (CONTRACT 4.7): the default body when absent. */
+  readonly format?: { readonly type: 'ndjson' } | { readonly type: 'influx-line' };
 }
+
+type Point = { seq?: number; casdu?: number; ioa?: number; value?: number };
+const INFLUX_TAG = /[,](casdu|ioa)=([0-9]+)/g;
+const INFLUX_FIELD = /[ ,](value|seq)=(-?[0-9.e+]+)/g;
+/** A request's points and cause in its receiver's format: the default body, NDJSON lines, or line protocol (tags casdu, ioa; fields value, seq). */
+const parseBody = (body: string, format: Receiver['format'], headers: import('node:http').IncomingHttpHeaders): { points: Point[]; cause?: string } => {
+  const header = headers['webhook-cause'];
+  const cause = typeof header === 'string' ? { cause: header } : {};
+  if (format?.type === 'ndjson') return { points: body.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Point), ...cause };
+  if (format?.type === 'influx-line') {
+    return {
+      points: body.split('\n').filter((l) => l !== '').map((l) => {
+        const p: Record<string, number> = {};
+        const [head, fields] = [l.slice(0, l.indexOf(' ')), l.slice(l.indexOf(' '))];
+        for (const m of head.matchAll(INFLUX_TAG)) p[m[1]!] = Number(m[2]);
+        for (const m of fields.matchAll(INFLUX_FIELD)) p[m[1]!] = Number(m[2]);
+        return p as Point;
+      }),
+      ...cause,
+    };
+  }
+  const parsed = JSON.parse(body) as { datapoints: Point[]; cause?: string };
+  return { points: parsed.datapoints, ...(parsed.cause !== undefined ? { cause: parsed.cause } : {}) };
+};
 
 /** A list of seqs as runs (`3-7,9,in12:1`), for the report. */
 const ranges = (xs: Array<number | string>): string => {
@@ -262,12 +291,12 @@ const ranges = (xs: Array<number | string>): string => {
 };
 
 const startReceiver = async (
-  name: string, delay: () => number, filter?: { casdu: number[] }, late?: { initialState: true; integrityPeriodSeconds: number },
+  name: string, delay: () => number, filter?: { casdu: number[] }, late?: { initialState: true; integrityPeriodSeconds: number }, format?: Receiver['format'],
 ): Promise<Receiver> => {
   const port = await freePort();
   const r: Receiver = {
     name, mode: 'ok', delay, url: `http://127.0.0.1:${port}/hook`, server: undefined as unknown as Server,
-    ...(filter !== undefined ? { filter } : {}), ...(late !== undefined ? { late } : {}), inConfig: late === undefined, fromSeq: late === undefined ? 0 : Infinity, state: new StreamOrderedState(), arrived: new Map(), setBy: new Map(), unplaced: 0, interrogations: new Map(),
+    ...(filter !== undefined ? { filter } : {}), ...(late !== undefined ? { late } : {}), ...(format !== undefined ? { format } : {}), inConfig: late === undefined, fromSeq: late === undefined ? 0 : Infinity, state: new StreamOrderedState(), arrived: new Map(), setBy: new Map(), unplaced: 0, interrogations: new Map(),
     wants: (seq) => (filter === undefined || filter.casdu.includes(casduOf(seq))) && seq >= r.fromSeq, outside: 0,
     ids: new Map(), raw: new Map(), dedup: new Map(), idsWithTwoContents: 0, repeats: [], firstSeen: new Map(), answeredTooLate: new Set(),
     deadLettered: 0, deadLetterReasons: new Map(), inbound: new Set(), firstSeqs: new Map(), seqId: new Map(), dedupReports: 0,
@@ -284,8 +313,8 @@ const startReceiver = async (
       setTimeout(() => {
         const body = Buffer.concat(parts).toString('utf8');
         const id = String(req.headers['webhook-id']);
-        const parsed = JSON.parse(body) as { datapoints: Array<{ seq?: number; casdu?: number; ioa?: number; value?: number }>; cause?: string };
-        const points = parsed.datapoints;
+        const parsed = parseBody(body, r.format, req.headers);
+        const points = parsed.points;
         const seqs = points.flatMap((p) => (typeof p.seq === 'number' ? [p.seq] : []));
         const posted = points.flatMap((p) => (p.seq === undefined && p.casdu === INBOUND_CASDU ? [`${p.value}:${p.ioa}`] : []));
         const hash = createHash('sha256').update(body).digest('hex');
@@ -679,7 +708,9 @@ let receivers: Receiver[] = [];
 const config = (description: string) =>
   JSON.stringify({
     description, hostUrls: ['http://127.0.0.1:0'],
-    webhooks: receivers.filter((r) => r.inConfig).map((r) => ({ url: r.url, ...(r.filter !== undefined ? { filter: r.filter } : {}), ...(r.late ?? {}) })),
+    webhooks: receivers.filter((r) => r.inConfig).map((r) => ({
+      url: r.url, ...(r.filter !== undefined ? { filter: r.filter } : {}), ...(r.late ?? {}), ...(r.format !== undefined ? { format: r.format } : {}),
+    })),
   });
 const inboundConfig = () =>
   JSON.stringify({
@@ -830,6 +861,9 @@ const run = async (): Promise<number> => {
     await startReceiver('filtered', () => 0, { casdu: [FILTERED_CASDU] }),
     // added a third into the faults, with its initial interrogation and a periodic one every 10 s (CONTRACT 4.6)
     await startReceiver('late', () => 0, undefined, { initialState: true, integrityPeriodSeconds: 10 }),
+    // CONTRACT 4.7: the same points in other bodies, parsed back by the receiver
+    await startReceiver('ndjson', () => 0, undefined, undefined, { type: 'ndjson' }),
+    await startReceiver('influx-line', () => 0, undefined, undefined, { type: 'influx-line' }),
   ];
   const late = receivers[4]!;
   const flappingPort = Number(new URL(receivers[1]!.url).port);

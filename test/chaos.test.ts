@@ -11,7 +11,8 @@ import { join } from 'node:path';
  * SIGKILL; no POST answered 200 may be lost, none written in part, and every acknowledged POST's
  * points must reach every receiver. A receiver added during the faults with initialState and an
  * integrity period, applying requests in the stream order their webhook-ids carry, must end holding
- * the process image exactly.
+ * the process image exactly. Two receivers get their bodies as NDJSON and as InfluxDB line protocol
+ * (CONTRACT 4.7), held to the same counts.
  */
 it('a short seeded chaos run loses nothing and duplicates nothing after de-duplication', async () => {
   const p = spawn(process.execPath, [join(__dirname, '..', 'dist', 'chaos', 'run.js')], {
@@ -33,8 +34,8 @@ it('a short seeded chaos run loses nothing and duplicates nothing after de-dupli
   expect(out).toMatch(/faults: sigkill [1-9]\d*, sigterm [1-9]\d*, config [1-9]\d*, redis [1-9]\d*, replica [1-9]\d*, oom [1-9]\d*, partition-redis [1-9]\d*, partition-webhook [1-9]\d*, slow-redis [1-9]\d*/);
   const inbound = (result as unknown as { inbound: { answered200: number; acknowledgedLost: number; partial: number; keysOfTwoPosts: boolean; missing: Record<string, number> } }).inbound;
   expect(inbound.answered200).toBeGreaterThan(100);
-  expect(inbound).toMatchObject({ acknowledgedLost: 0, partial: 0, keysOfTwoPosts: false, missing: { healthy: 0, flapping: 0, slow: 0 } });
-  expect(result.rows.map((r) => r.receiver)).toEqual(['healthy', 'flapping', 'slow', 'filtered', 'late']);
+  expect(inbound).toMatchObject({ acknowledgedLost: 0, partial: 0, keysOfTwoPosts: false, missing: { healthy: 0, flapping: 0, slow: 0, ndjson: 0, 'influx-line': 0 } });
+  expect(result.rows.map((r) => r.receiver)).toEqual(['healthy', 'flapping', 'slow', 'filtered', 'late', 'ndjson', 'influx-line']);
   // the late receiver (CONTRACT 4.6): added during the faults with initialState and a 10 s period, it
   // holds the process image exactly at the end (applying by stream position: a killed replica's
   // entries, claimed later, may arrive after newer ones), lost nothing appended after its first request, got interrogations
@@ -42,7 +43,8 @@ it('a short seeded chaos run loses nothing and duplicates nothing after de-dupli
   expect([late.lost, late.duplicatesAfterDedup, late.idsWithTwoContents, late.imageMismatches]).toEqual([0, 0, 0, 0]);
   expect(late.received).toBeGreaterThan(0);
   expect(Object.keys(JSON.parse(String(late.interrogationRequests)) as object)).toContain('interrogation');
-  for (const row of result.rows.slice(0, 4)) {
+  // and the receivers of other formats (CONTRACT 4.7): ndjson, and line protocol parsed back
+  for (const row of [...result.rows.slice(0, 4), ...result.rows.slice(5)]) {
     // the filtered receiver (CASDU 12 of 10..13) is counted against its subset: a quarter of what was produced
     const wanted = row.receiver === 'filtered' ? Math.ceil((result.produced - 2) / 4) : result.produced;
     expect([row.receiver, row.produced, row.received, row.lost, row.duplicatesAfterDedup, row.idsWithTwoContents, row.outsideFilter]).toEqual([row.receiver, wanted, wanted, 0, 0, 0, 0]);
