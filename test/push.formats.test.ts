@@ -117,6 +117,27 @@ describe('formats (CONTRACT 4.7)', () => {
     expect(JSON.parse(entries[0]!.body)).toMatchObject({ cause: 'interrogation', datapoints: expect.arrayContaining([expect.objectContaining({ casdu: 4, ioa: 4 })]) });
   });
 
+  it('webhooks resend renders in the webhook\'s format: line protocol with Webhook-Cause resend; an expression that fails fails its request', async () => {
+    const lines = await receiver();
+    const failing = await receiver();
+    await r.client.set('connectors:rsf:config', JSON.stringify({ hostUrls: ['http://127.0.0.1:0'], webhooks: [
+      { url: `${lines.url}?precision=s`, format: { type: 'influx-line' } },
+      { url: failing.url, format: { type: 'jsonata', expression: '$error("no")' } },
+    ] }));
+    const since = Math.floor(Date.now() / 1000) - 1;
+    await produce(0, 3);
+    const env = { ConnectionStrings__Datastore: r.redis.url };
+    const ok = await runCli(['webhooks', 'resend', '--id', 'rsf', '--webhook', '0', '--since', String(since)], env);
+    expect([ok.code, ok.stdout.trim().split('\n').pop()]).toEqual([0, 'sent 3 points in 1 requests, failed 0']);
+    expect(lines.requests).toHaveLength(1);
+    expect(lines.requests[0]!.headers['webhook-cause']).toBe('resend');
+    expect(lines.requests[0]!.body).toMatch(/^datapoints,casdu=1,ioa=0,source=producer,type=36 value=0,seq=0 \d{10}\ndatapoints,casdu=1,ioa=1,/);
+    const bad = await runCli(['webhooks', 'resend', '--id', 'rsf', '--webhook', '1', '--since', String(since)], env);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toContain('failed: format: no');
+    expect(failing.requests).toHaveLength(0);
+  });
+
   it('webhooks render prints the body byte for byte; exit 1 when it cannot be rendered, 2 for a bad BATCH file or expression', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'render-'));
     const cfg = join(dir, 'cfg.json');

@@ -65,7 +65,8 @@ Deletes the selected entries (all of them without --webhook and --before). Print
 Sends the entries of process:updates appended from --since to --until (default: now; T is ISO 8601
 or Unix seconds) that match webhook N's filter again, in stream order, to its current URL with its
 headers, signature, TLS and auth: at most Webhooks:BatchMaxSize points a request, body
-{"datapoints":[…],"cause":"resend"}, webhook-id r-{first}_{last}, each request tried up to
+{"datapoints":[…],"cause":"resend"} or the webhook's format (header Webhook-Cause: resend),
+webhook-id r-{first}_{last}, each request tried up to
 Webhooks:MaxAttempts times. Prints "sent N points in M requests, failed K"; exit 1 when any request
 failed, 2 on bad arguments. It does not coordinate with a running connector.`,
   'webhooks render': `Usage: rest-connector webhooks render FILE --webhook N BATCH.json

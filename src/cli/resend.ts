@@ -13,6 +13,7 @@ import type { ClientTracing } from '../streams/webhook/client';
 import { onlySubcommand, operatorStartup, takeOption, usage, withRedis, type Io, type Outcome } from './common';
 import { parseTime } from './deadletter';
 import { withCliTracing } from './tracing';
+import { formatOf, prepareBody } from '../streams/webhook/body';
 
 /**
  * `rest-connector webhooks resend` (CONTRACT 4.6): the entries of `process:updates` appended within
@@ -63,8 +64,17 @@ export const runResend = async (a: ResendArgs, d: ResendDeps): Promise<{ code: n
     let requests = 0;
     let failed = 0;
     let undecodable = 0;
+    const format = formatOf(s.webhook);
     const send = async (entries: readonly DecodedEntry[]) => {
       const batch = resendBatch(entries);
+      // CONTRACT 4.7: rendered in the webhook's format first; nothing to send is no request, a failure fails this one
+      const prepared = await prepareBody(format, batch);
+      if (prepared.kind === 'nothing') return;
+      if (prepared.kind === 'failed') {
+        failed++;
+        d.out(`${batch.webhookId}: failed: format: ${prepared.error}`);
+        return;
+      }
       const end = await lastValueFrom(sending.attempts$(batch).pipe(filter((e): e is Extract<AttemptEvent, { kind: 'ended' }> => e.kind === 'ended'), map((e) => e.end)));
       if (end.ok) {
         sent += batch.size;

@@ -122,9 +122,9 @@ const prepare = async (format: BodyFormat, batch: Batch, alloc: (length: number)
     case 'ndjson':
       return made(pointTexts(content).map(ndjsonLine).join(''), NDJSON_CONTENT_TYPE);
     case 'influx-line': {
-      // an interrogation's points have no stream entry: no time for those without a timestamp
       // the points parsed in one piece: a native parse of the whole list is cheaper than splitting first
       const points = JSON.parse(content.kind === 'text' ? `[${content.points}]` : `[${pointTexts(content).join(',')}]`) as Array<Record<string, unknown>>;
+      // an interrogation's points have no stream entry: no time for those without a timestamp
       const { text, skipped } = influxLines(format, points, batch.cause === 'interrogation' || batch.cause === 'periodic' ? undefined : batch.ids);
       return made(text, LINE_CONTENT_TYPE, skipped);
     }
