@@ -2,6 +2,7 @@ import * as E from 'fp-ts/Either';
 import { parseManagedSettings } from '../src/config/managed';
 import { escapeKey, escapeMeasurement, escapeStringField, pointLine, timeIn } from '../src/streams/webhook/lineProtocol';
 import { bodyFormatOf, jsonataText, ndjsonLine, splitPoints } from '../src/streams/webhook/formats';
+import { storedPoints } from '../src/streams/webhook/body';
 
 /** CONTRACT 4.7: the line protocol's escaping and values rule by rule, the point splitter, JSONata's outputs, the settings' errors. */
 
@@ -61,6 +62,14 @@ describe('splitting and ndjson', () => {
     expect(ndjsonLine('{"a": 1,\n "b": "x"}')).toBe('{"a":1,"b":"x"}\n');
     expect(ndjsonLine('{"a": 1}')).toBe('{"a": 1}\n');
   });
+});
+
+it('a stored body\'s points: its datapoints, or its lines for NDJSON and line protocol; 0 for anything else', () => {
+  expect(storedPoints('{"datapoints":[{},{}]}')).toBe(2);
+  expect(storedPoints('{"a":1}\n{"a":2}\n{"a":3}\n', 'application/x-ndjson')).toBe(3);
+  expect(storedPoints('m,casdu=1 value=1\nm,casdu=2 value=2\n', 'text/plain; charset=utf-8')).toBe(2);
+  expect(storedPoints('{"records":[1,2]}', 'application/json')).toBe(0);
+  expect(storedPoints('not json')).toBe(0);
 });
 
 describe('jsonata', () => {

@@ -47,7 +47,7 @@ export const parseTime = (t: string): number | undefined => {
 /** When the entry was dead-lettered: its stream ID's milliseconds. */
 const entryTime = (e: BacklogEntry): number => Number(e.id.split('-')[0]);
 
-const points = (e: BacklogEntry): number => storedPoints(e.body);
+const points = (e: BacklogEntry): number => storedPoints(e.body, e.contentType);
 
 const matches = (a: DeadletterArgs) => (e: BacklogEntry): boolean =>
   (a.webhook === undefined || e.webhook === a.webhook) &&

@@ -61,7 +61,7 @@ export const backlogBatch = (entry: Pick<BacklogEntry, 'id' | 'webhookId' | 'bod
   return {
     webhookId: entry.webhookId, first: firstOf(entry.webhookId) || entry.id, ids: [], content: storedContent(entry.body, entry.contentType),
     get size() {
-      return (size ??= storedPoints(entry.body));
+      return (size ??= storedPoints(entry.body, entry.contentType));
     },
     recorded: true, done: new Set(),
     ...(entry.traces === '' ? {} : { traces: decodeTraces(entry.traces) }),

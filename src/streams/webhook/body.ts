@@ -190,14 +190,20 @@ export const renderedNow = (format: BodyFormat, batch: Batch, alloc?: (length: n
 };
 
 /**
- * How many data points a stored body holds: the length of its `datapoints` (0 when it is not a
- * body of ours). Read once per entry, when a redriven or replayed batch needs its size.
+ * How many data points a stored body holds: the length of its `datapoints`, else its lines for a
+ * body of lines (`ndjson`, `influx-line`: a point a line; a JSONata body of lines counted the same
+ * way, as near as it can be told); 0 for anything else. Read once per entry, when a
+ * redriven or replayed batch needs its size.
  */
-export const storedPoints = (body: string): number => {
+export const storedPoints = (body: string, contentType: string = JSON_CONTENT_TYPE): number => {
   try {
-    const points = (JSON.parse(body) as { datapoints?: unknown }).datapoints;
-    return Array.isArray(points) ? points.length : 0;
+    const points = (JSON.parse(body) as { datapoints?: unknown } | null)?.datapoints;
+    if (Array.isArray(points)) return points.length;
   } catch {
-    return 0;
+    // not JSON: a body of lines, perhaps
   }
+  if (!contentType.startsWith(NDJSON_CONTENT_TYPE) && !contentType.startsWith('text/plain')) return 0;
+  let n = 0;
+  for (let k = body.indexOf('\n'); k >= 0; k = body.indexOf('\n', k + 1)) n++;
+  return n;
 };
