@@ -35,12 +35,15 @@ describe('formats (CONTRACT 4.7)', () => {
     const shaped = await receiver();
     const bulk = await receiver();
     const failing = await receiver();
+    const none = await receiver();
     await outbound('formats', [
       { url: plain.url },
       { url: nd.url, format: { type: 'ndjson' }, secret: SECRET },
       { url: shaped.url, format: { type: 'jsonata', expression: '{ "records": datapoints.{ "tag": casdu & "." & ioa, "v": value } }' }, secret: SECRET },
       { url: bulk.url, format: { type: 'jsonata', output: 'ndjson', expression: '$reduce(datapoints, function($a, $p) { $append($a, [{ "index": {} }, $p]) }, [])' } },
       { url: failing.url, format: { type: 'jsonata', expression: '$error("no shape for " & $string($count(datapoints)))' } },
+      // JSONata's nothing: no request, and the batch counts as delivered (it is acknowledged)
+      { url: none.url, format: { type: 'jsonata', expression: 'datapoints[value > 1000]' } },
     ]);
     await produce(0, 30);
     // pending 0 once every webhook has every batch (the failing one's in its backlog): read, then acknowledged
@@ -66,6 +69,7 @@ describe('formats (CONTRACT 4.7)', () => {
     expect(lines.filter((_, i) => i % 2 === 1).map((l) => l.seq)).toEqual(range(0, 30));
     // the failing one: never sent, every batch in its backlog as refused, with the default body
     expect(failing.requests).toHaveLength(0);
+    expect(none.requests).toHaveLength(0);
     const list = await runCli(['deadletter', 'list', '--id', 'formats', '--json'], { ConnectionStrings__Datastore: r.redis.url });
     expect(list.code).toBe(0);
     const entries = list.stdout.trim().split('\n').map((l) => JSON.parse(l) as { webhook: number; reason: string; error: string; body: string });
@@ -76,7 +80,7 @@ describe('formats (CONTRACT 4.7)', () => {
 
   it('influx-line with gzip: Content-Encoding gzip, the lines signed before compression, a time from each point\'s timestamp; GET /api/webhooks shows format and compression', async () => {
     const influx = await receiver();
-    const { base } = await outbound('lines', [{ url: `${influx.url}?db=plant&precision=ms`, format: { type: 'influx-line', measurement: 'scada' }, compression: 'gzip', secret: SECRET }]);
+    const { base, c } = await outbound('lines', [{ url: `${influx.url}?db=plant&precision=ms`, format: { type: 'influx-line', measurement: 'scada' }, compression: 'gzip', secret: SECRET }]);
     await produce(0, 10);
     await eventually(() => (byId(influx.delivered()).reduce((n, q) => n + gunzipSync(q.raw).toString().split('\n').length - 1, 0) >= 10 ? true : undefined));
     const reqs = byId(influx.delivered());
@@ -92,6 +96,17 @@ describe('formats (CONTRACT 4.7)', () => {
     }
     const shown = (await (await fetch(`${base}/api/webhooks`)).json()) as { webhooks: Array<{ format: string; compression: string }> };
     expect(shown.webhooks[0]).toMatchObject({ format: 'influx-line', compression: 'gzip' });
+    // a point whose value line protocol cannot carry is left out, counted and logged; the others go
+    const before = influx.delivered().length;
+    await r.client.xadd('process:updates', '*', 'data', JSON.stringify({ casdu: 1, ioa: 77, value: { nested: 1 } }), 'casdu', '1', 'ioa', '77');
+    await r.client.xadd('process:updates', '*', 'data', JSON.stringify({ casdu: 1, ioa: 78, value: 7 }), 'casdu', '1', 'ioa', '78');
+    await eventually(() => (influx.delivered().length > before ? true : undefined));
+    const later = influx.delivered().slice(before).map((q) => gunzipSync(q.raw).toString('utf8')).join('');
+    expect(later).toContain('ioa=78 value=7 ');
+    expect(later).not.toContain('ioa=77');
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/webhook_points_skipped_total\{webhook="0",host="[^"]+",reason="unformattable"\} 1/);
+    await c.waitForLog((l) => l.reason === 'unformattable' && l.webhook === 0 && l.points === 1);
   });
 
   it('an interrogation in each format (on its thread): ndjson lines with Webhook-Cause; an expression that fails puts each request in the backlog at once and the interrogation completes', async () => {

@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 import { Observable } from 'rxjs';
 import type { WebhookResponse } from '../../streams/webhook/answers';
 import type { Batch } from '../../streams/read/batches';
-import type { ImageThread, TakenBody } from '../../streams/interrogation/thread';
+import type { ImageThread, TakenBody, ThreadRequest } from '../../streams/interrogation/thread';
 import type { InterrogationCause } from '../../streams/webhook/interrogation';
 import type { ClientSubscription } from '../../streams/webhook/client';
 import type { DeliveryTrace } from '../../telemetry/tracing';
@@ -43,7 +43,7 @@ export type ToThread =
 export type ThreadLogLevel = 'info' | 'warn' | 'error';
 
 export type FromThread =
-  | { readonly t: 'points'; readonly size: number; readonly renderError?: string }
+  | { readonly t: 'points'; readonly request: ThreadRequest }
   | { readonly t: 'body'; readonly webhookId: string; readonly body: null }
   | { readonly t: 'body'; readonly webhookId: string; readonly body: string; readonly contentType: string }
   | { readonly t: 'end' }
@@ -78,7 +78,7 @@ interface Pending {
 /** Starts a thread for one run. A thread that dies fails what waits on it; the lane begins the run again. */
 export const imageThread = (init: ThreadInit, o: ImageThreadOptions): ImageThread => {
   const worker = new Worker(o.file ?? IMAGE_THREAD_FILE, { workerData: init, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_MB } });
-  const reads: Array<{ resolve: (r: { size: number; renderError?: string } | null) => void; reject: (e: Error) => void }> = [];
+  const reads: Array<{ resolve: (r: ThreadRequest | null) => void; reject: (e: Error) => void }> = [];
   const takes = new Map<string, { resolve: (body: TakenBody) => void; reject: (e: Error) => void }>();
   const posts = new Map<number, Pending>();
   let seq = 0;
@@ -102,7 +102,7 @@ export const imageThread = (init: ThreadInit, o: ImageThreadOptions): ImageThrea
   worker.on('message', (m: FromThread) => {
     switch (m.t) {
       case 'points':
-        return reads.shift()?.resolve(m.renderError === undefined ? { size: m.size } : { size: m.size, renderError: m.renderError });
+        return reads.shift()?.resolve(m.request);
       case 'body': {
         const t = takes.get(m.webhookId);
         takes.delete(m.webhookId);

@@ -65,7 +65,8 @@ const next = async (): Promise<FromThread> => {
     // one that cannot be rendered is kept with the default body, which the lane takes for the backlog
     const request = renderedNow(prepared.kind === 'failed' ? DATAPOINTS : format, batch, bodies.alloc);
     requests.set(request.webhookId, request);
-    return prepared.kind === 'failed' ? { t: 'points', size: points.length, renderError: prepared.error } : { t: 'points', size: points.length };
+    const size = points.length;
+    return { t: 'points', request: prepared.kind === 'failed' ? { size, renderError: prepared.error } : prepared.skipped > 0 ? { size, skipped: prepared.skipped } : { size } };
   }
 };
 

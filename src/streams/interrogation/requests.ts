@@ -104,7 +104,7 @@ const imageInterrogation = (d: InterrogationDeps, threads: Set<ImageThread>, s: 
           // load: peak RSS growth beyond the load's 28 MB with a collection every 50 requests, 45 MB without any)
           if (++k % COLLECT_EVERY_REQUESTS === 0) d.collect?.();
           // the body stays on the thread: see `RunSender`
-          return interrogationRequest(cause, p, k, next.size, next.renderError);
+          return interrogationRequest(cause, p, k, next.size, next);
         }),
       // requests exist only once the thread does
       sender: {

@@ -28,9 +28,9 @@ export type Content =
   /**
    * An interrogation's request whose body stays on its thread, which sends it (`RunSender`);
    * `renderError` when the thread could not render it in the webhook's format (CONTRACT 4.7: it
-   * goes to the backlog at once, with the default body).
+   * goes to the backlog at once, with the default body), `skipped` the points its format left out.
    */
-  | { readonly kind: 'elsewhere'; readonly renderError?: string };
+  | { readonly kind: 'elsewhere'; readonly renderError?: string; readonly skipped?: number };
 
 export interface Batch {
   /** `{first}_{last}` stream IDs: the same on every retry, for every webhook, and after a restart. */

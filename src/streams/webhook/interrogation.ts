@@ -53,9 +53,11 @@ export const interrogationId = (cause: InterrogationCause, p: string, k: number)
 const NONE: ReadonlySet<string> = new Set();
 
 /** Request `k` of a run, of `size` points, as the lane holds it: its body stays on the run's thread, which sends it. */
-export const interrogationRequest = (cause: InterrogationCause, p: string, k: number, size: number, renderError?: string): Batch => {
+export const interrogationRequest = (cause: InterrogationCause, p: string, k: number, size: number, made: { renderError?: string; skipped?: number } = {}): Batch => {
   const webhookId = interrogationId(cause, p, k);
-  const content = renderError === undefined ? { kind: 'elsewhere' as const } : { kind: 'elsewhere' as const, renderError };
+  const content = {
+    kind: 'elsewhere' as const, ...(made.renderError !== undefined ? { renderError: made.renderError } : {}), ...(made.skipped !== undefined && made.skipped > 0 ? { skipped: made.skipped } : {}),
+  };
   return { webhookId, first: webhookId, ids: [], content, cause, size, recorded: true, done: NONE };
 };
 

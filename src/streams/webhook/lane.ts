@@ -8,50 +8,15 @@ import type { BacklogReason } from './backlogEntry';
 import { defaultBody, formatOf, prepareBody, renderBody, type Body, type BodyFormat, type Prepared } from './body';
 import { memoryDisabledMark, type DisabledMark } from './disabledMarks';
 import * as L from './laneState';
-import type { WebhookState } from './laneState';
 import { laneRedrive, type RedriveContext } from './redrive';
 import { webhookSending, type AttemptEvent, type AttemptsEnd } from './sending';
+import type { LaneObserver, LaneOutcome, LaneResult } from './laneObserver';
 import type { WebhookSubscription } from './subscription';
 import { pullEach, type Interrogation, type InterrogationEvent, type RunSender } from './interrogation';
 import type { AttemptResult, PostBatch } from './answers';
 
-/**
- * `skipped`: nothing to send — a re-formed batch this webhook has already (CONTRACT 4.3), or a
- * batch none of whose points its filter matches (4.5; it counts as delivered to it).
- */
-export type LaneOutcome = 'delivered' | 'deadlettered' | 'skipped';
-
-export interface LaneResult {
-  readonly webhook: number;
-  readonly batch: Batch;
-  readonly outcome: LaneOutcome;
-}
-
+export type { LaneObserver, LaneOutcome, LaneResult, LaneStatus } from './laneObserver';
 export type { WebhookState } from './laneState';
-
-/** Hooks for logs, metrics and the delivery status, called at the edge; the lane itself never logs. */
-export interface LaneObserver {
-  attempt(result: AttemptResult, attempt: number, seconds: number, willRetry: boolean): void;
-  finished(batch: Batch, outcome: LaneOutcome, attempts: number, reason?: string, backlogReason?: BacklogReason): void;
-  queueDepth(depth: number): void;
-  /** Every change of state, in-flight requests or consecutive failures. */
-  status(s: LaneStatus): void;
-  /** A backlog entry redriven (or probed): delivered, or failed again; `batch` as it was sent. */
-  redriven(webhookId: string, delivered: boolean, reason?: string, batch?: Batch): void;
-  /** An interrogation began, sent points, completed or failed (CONTRACT 4.6). */
-  interrogation?(e: InterrogationEvent): void;
-  /** CONTRACT 4.7: points its format cannot write, left out of a batch's body. */
-  pointsSkipped?(count: number): void;
-  /** CONTRACT 4.7: a batch that could not be rendered for it (dead-lettered with the default body). */
-  renderFailed?(batch: Batch, error: string): void;
-}
-
-export interface LaneStatus {
-  readonly state: WebhookState;
-  readonly consecutiveFailures: number;
-  readonly inFlight: number;
-  readonly queued: number;
-}
 
 /** Events the status always hears of, whether or not what it shows changed: the backlog count it also shows may have. */
 const REPORTED: ReadonlySet<L.LaneEvent['kind']> = new Set(['delivered', 'failed', 'retryScheduled', 'redriveStarted', 'redriveEnded']);
@@ -168,24 +133,29 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
      * bytes for every retry). Nothing to send counts as delivered; a batch that cannot be rendered
      * is dead-lettered at once (`refused`), with the default body, and never retried.
      */
-    const live$ = (batch: Batch, sender?: RunSender): Observable<LaneResult> =>
-      batch.content.kind === 'elsewhere' && batch.content.renderError !== undefined
-        ? renderFailed$(batch, batch.content.renderError, sender)
-        : format.type === 'datapoints' || batch.content.kind === 'elsewhere' || batch.content.kind === 'stored'
-        ? attempts$(batch, sender)
-        : render(format, batch).pipe(mergeMap((p) => {
-          if (p.kind !== 'failed' && p.skipped > 0) o.observer.pointsSkipped?.(p.skipped);
-          switch (p.kind) {
-            case 'body':
-              return attempts$(batch, sender);
-            case 'nothing':
-              dispatch({ kind: 'delivered' });
-              o.observer.finished(batch, 'delivered', 0);
-              return of(result(batch, 'delivered'));
-            case 'failed':
-              return renderFailed$(batch, p.error, sender);
-          }
-        }));
+    const live$ = (batch: Batch, sender?: RunSender): Observable<LaneResult> => {
+      const { content } = batch;
+      // an interrogation's request was rendered on its thread, which says what came of it
+      if (content.kind === 'elsewhere') {
+        if (content.skipped !== undefined) o.observer.pointsSkipped?.(content.skipped);
+        return content.renderError === undefined ? attempts$(batch, sender) : renderFailed$(batch, content.renderError, sender);
+      }
+      // the default body is made as the request goes out; a stored one goes as stored
+      if (format.type === 'datapoints' || content.kind === 'stored') return attempts$(batch, sender);
+      return render(format, batch).pipe(mergeMap((p) => {
+        if (p.kind !== 'failed' && p.skipped > 0) o.observer.pointsSkipped?.(p.skipped);
+        switch (p.kind) {
+          case 'body':
+            return attempts$(batch, sender);
+          case 'nothing':
+            dispatch({ kind: 'delivered' });
+            o.observer.finished(batch, 'delivered', 0);
+            return of(result(batch, 'delivered'));
+          case 'failed':
+            return renderFailed$(batch, p.error, sender);
+        }
+      }));
+    };
 
     /** A batch that cannot be rendered for this webhook: to the backlog at once, refused, with the default body (its thread's, for an interrogation's). */
     const renderFailed$ = (batch: Batch, error: string, sender?: RunSender): Observable<LaneResult> => {
