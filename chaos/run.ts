@@ -708,7 +708,8 @@ let receivers: Receiver[] = [];
 const config = (description: string) =>
   JSON.stringify({
     description, hostUrls: ['http://127.0.0.1:0'],
-    webhooks: receivers.filter((r) => r.inConfig).map((r) => ({
+    // the late receiver last: joining, it shifts no other webhook's index (a webhook's key holds it)
+    webhooks: receivers.filter((r) => r.inConfig).sort((a, b) => Number(a.late !== undefined) - Number(b.late !== undefined)).map((r) => ({
       url: r.url, ...(r.filter !== undefined ? { filter: r.filter } : {}), ...(r.late ?? {}), ...(r.format !== undefined ? { format: r.format } : {}),
     })),
   });
@@ -824,7 +825,8 @@ const countDeadLetters = async (): Promise<void> => {
       for (let i = 0; i + 1 < fields.length; i += 2) f.set(fields[i]!, fields[i + 1]!);
       const r = receivers.find((x) => x.url === f.get('url'));
       if (r === undefined) continue;
-      r.deadLettered += (JSON.parse(f.get('body') ?? '{"datapoints":[]}') as { datapoints: unknown[] }).datapoints.length;
+      // a backlog entry keeps the body in the webhook's format (CONTRACT 4.7)
+      r.deadLettered += f.get('body') === undefined ? 0 : parseBody(f.get('body')!, r.format, {}).points.length;
       const why = (f.get('error') ?? '').replace(/\d+/g, 'N');
       r.deadLetterReasons.set(why, (r.deadLetterReasons.get(why) ?? 0) + 1);
     }
