@@ -86,6 +86,21 @@ describe('jsonata', () => {
     await expect(jsonataText(f('datapoints[value > 10]'), input)).resolves.toBeUndefined();
   });
 
+  it('lets other work run while it evaluates a large batch: immediates queued meanwhile run before it ends', async () => {
+    const big = { datapoints: Array.from({ length: 5000 }, (_, i) => ({ casdu: 1, ioa: i, value: i })) };
+    let immediates = 0;
+    let evaluating = true;
+    const tick = (): void => {
+      immediates++;
+      if (evaluating) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const text = await jsonataText(f('{ "records": [datapoints.{ "tag": casdu & "." & ioa, "v": value }] }'), big);
+    evaluating = false;
+    expect((JSON.parse(text!) as { records: unknown[] }).records).toHaveLength(5000);
+    expect(immediates).toBeGreaterThan(5);
+  });
+
   it('fails: an error in the expression, ndjson of a non-array, an evaluation longer than 1 s', async () => {
     await expect(jsonataText(f('$error("boom")'), input)).rejects.toThrow('boom');
     await expect(jsonataText(f('{"a": 1}', 'ndjson'), input)).rejects.toThrow('output "ndjson" needs an array');

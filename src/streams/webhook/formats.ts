@@ -18,7 +18,7 @@ export const LINE_CONTENT_TYPE = 'text/plain; charset=utf-8';
 
 /** A JSONata evaluation that runs longer is given up (CONTRACT 4.7). */
 export const JSONATA_TIMEOUT_MS = 1000;
-/** Evaluation steps between two turns of the event loop: a long evaluation never holds the other webhooks. */
+/** Evaluation steps between two turns of the event loop: a long evaluation lets the other webhooks' work run between its steps. */
 const JSONATA_STEPS_PER_TURN = 2000;
 
 /** The format of settings already checked (`formatSettings.ts`): a JSONata expression compiled, a precision resolved. */
