@@ -2,7 +2,8 @@ import * as E from 'fp-ts/Either';
 import { parseManagedSettings } from '../src/config/managed';
 import { escapeKey, escapeMeasurement, escapeStringField, pointLine, timeIn } from '../src/streams/webhook/lineProtocol';
 import { bodyFormatOf, jsonataText, ndjsonLine, splitPoints } from '../src/streams/webhook/formats';
-import { storedPoints } from '../src/streams/webhook/body';
+import { formatOf, prepareBody, storedPoints } from '../src/streams/webhook/body';
+import { toBatch } from '../src/streams/read/batches';
 
 /** CONTRACT 4.7: the line protocol's escaping and values rule by rule, the point splitter, JSONata's outputs, the settings' errors. */
 
@@ -48,6 +49,27 @@ describe('line protocol', () => {
     expect(pointLine({ casdu: 1, ioa: 2, value: 1, timestamp: 'not a time' }, O, 42)).toBe('datapoints,casdu=1,ioa=2 value=1 42\n');
     expect(pointLine({ casdu: 1, ioa: 2, value: 1 }, { ...O, precision: 's' }, 1999)).toBe('datapoints,casdu=1,ioa=2 value=1 1\n');
     expect(pointLine({ casdu: 1, ioa: 2, value: 1 }, O, undefined)).toBe('datapoints,casdu=1,ioa=2 value=1\n');
+  });
+});
+
+describe('a batch in line protocol (body.ts)', () => {
+  const entry = (id: string, point: object) => ({ id, json: JSON.stringify(point) });
+  const bodyOf = async (url: string, format: object, cause?: 'interrogation') => {
+    const batch = toBatch([entry('1700000000123-0', { casdu: 1, ioa: 1, value: 1 }), entry('1700000000456-3', { casdu: 1, ioa: 2, value: 2, timestamp: '2026-11-21T10:15:00.999Z' })]);
+    const p = await prepareBody(formatOf({ url, headers: {}, secrets: [], format: format as never }), cause === undefined ? batch : { ...batch, cause });
+    return p.kind === 'body' ? p.body.bytes.toString('utf8') : p.kind;
+  };
+  it('a point without a timestamp gets its stream entry\'s time; the precision is the URL\'s, else the format\'s, else ns', async () => {
+    expect(await bodyOf('http://x/?precision=ms', { type: 'influx-line' })).toBe('datapoints,casdu=1,ioa=1 value=1 1700000000123\ndatapoints,casdu=1,ioa=2 value=2 1795256100999\n');
+    expect(await bodyOf('http://x/', { type: 'influx-line', precision: 's' })).toBe('datapoints,casdu=1,ioa=1 value=1 1700000000\ndatapoints,casdu=1,ioa=2 value=2 1795256100\n');
+    expect(await bodyOf('http://x/', { type: 'influx-line', measurement: 'm' })).toBe('m,casdu=1,ioa=1 value=1 1700000000123000000\nm,casdu=1,ioa=2 value=2 1795256100999000000\n');
+  });
+  it('an interrogation\'s point without a timestamp gets no time', async () => {
+    expect(await bodyOf('http://x/?precision=ms', { type: 'influx-line' }, 'interrogation')).toBe('datapoints,casdu=1,ioa=1 value=1\ndatapoints,casdu=1,ioa=2 value=2 1795256100999\n');
+  });
+  it('a batch with no point line protocol can write is nothing to send, its points counted', async () => {
+    const batch = toBatch([entry('1-0', { casdu: 1, ioa: 1, value: null })]);
+    expect(await prepareBody(formatOf({ url: 'http://x/', headers: {}, secrets: [], format: { type: 'influx-line' } }), batch)).toEqual({ kind: 'nothing', skipped: 1 });
   });
 });
 
@@ -120,6 +142,8 @@ describe('format settings', () => {
     [{ url: 'http://x/', format: { type: 'jsonata', expression: 'a', output: 'csv' } }, 'webhooks[0].format.output: must be one of "json", "ndjson"'],
     [{ url: 'http://x/', format: { type: 'influx-line', measurement: 'm\\' } }, 'webhooks[0].format.measurement: must not end in "\\"'],
     [{ url: 'http://x/', format: { type: 'influx-line', measurement: '#m' } }, 'webhooks[0].format.measurement: must not start with "#"'],
+    [{ url: 'http://x/', format: { type: 'influx-line', measurement: 'a\nb' } }, 'webhooks[0].format.measurement: must not hold a line break'],
+    [{ url: 'http://x/', format: { type: 'jsonata', expression: 'a', contentType: 'json' } }, 'webhooks[0].format.contentType: must be a media type'],
     [{ url: 'http://x/', format: { type: 'influx-line', precision: 'h' } }, 'webhooks[0].format.precision: must be one of'],
     [{ url: 'http://x/?precision=us', format: { type: 'influx-line', precision: 'ms' } }, 'webhooks[0].format.precision: "ms" is not the unit of the URL\'s precision'],
     [{ url: 'http://x/?precision=', format: { type: 'influx-line' } }, 'webhooks[0].url: its "precision" must be given once'],

@@ -36,7 +36,7 @@ describe('formats (CONTRACT 4.7)', () => {
     const bulk = await receiver();
     const failing = await receiver();
     const none = await receiver();
-    await outbound('formats', [
+    const { base } = await outbound('formats', [
       { url: plain.url },
       { url: nd.url, format: { type: 'ndjson' }, secret: SECRET },
       { url: shaped.url, format: { type: 'jsonata', expression: '{ "records": datapoints.{ "tag": casdu & "." & ioa, "v": value } }' }, secret: SECRET },
@@ -76,6 +76,48 @@ describe('formats (CONTRACT 4.7)', () => {
     expect(entries.length).toBeGreaterThan(0);
     expect(entries.every((e) => e.webhook === 4 && e.reason === 'refused' && /^format: no shape for \d+/.test(e.error))).toBe(true);
     expect(entries.flatMap((e) => (JSON.parse(e.body) as { datapoints: Array<{ seq: number }> }).datapoints.map((p) => p.seq)).sort((a, b) => a - b)).toEqual(range(0, 30));
+    // counted, one a batch
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toContain(`webhook_render_failures_total{webhook="4",host="${new URL(failing.url).host}"} ${entries.length}`);
+  });
+
+  it('a retry sends the bytes rendered once (an expression reading the clock renders differently each time); a backlog entry keeps its body and content type, and a replay sends them as stored after the format changed, compressed as the webhook now says', async () => {
+    let answers = 0;
+    // 503 for the first request of each webhook-id, 200 for its retry
+    const hook = await receiver((_n, q) => {
+      answers++;
+      const id = String(q.headers['webhook-id']);
+      const seen = hook.requests.filter((x) => String(x.headers['webhook-id']) === id).length;
+      return { status: seen === 1 ? 503 : 200 };
+    });
+    await outbound('retry', [{ url: hook.url, format: { type: 'jsonata', output: 'ndjson', expression: '[datapoints.{ "seq": seq, "at": $millis() }]' } }], { Webhooks__MaxAttempts: '3' });
+    await produce(0, 5);
+    await eventually(() => (hook.delivered().length > 0 && hook.delivered().reduce((n, q) => n + q.body.split('\n').length - 1, 0) === 5 ? true : undefined));
+    expect(answers).toBeGreaterThanOrEqual(2);
+    for (const q of hook.delivered()) {
+      const first = hook.requests.find((x) => x.headers['webhook-id'] === q.headers['webhook-id'])!;
+      expect([first.status, first.body]).toEqual([503, q.body]);
+    }
+
+    const refusing = await receiver(() => ({ status: 400 }));
+    await outbound('stored', [{ url: refusing.url, format: { type: 'ndjson' } }]);
+    await produce(10, 3);
+    const list = async () => {
+      const l = await runCli(['deadletter', 'list', '--id', 'stored', '--json'], { ConnectionStrings__Datastore: r.redis.url });
+      return l.stdout.trim() === '' ? [] : l.stdout.trim().split('\n').map((x) => JSON.parse(x) as { body: string; contentType?: string });
+    };
+    const stored = await eventually(async () => ((await list()).length > 0 ? list() : undefined));
+    expect(stored.every((e) => e.contentType === 'application/x-ndjson' && e.body.endsWith('\n'))).toBe(true);
+    // the webhook's format changes, and it now wants gzip; the receiver is healthy again at another URL
+    const healthy = await receiver();
+    await r.client.set('connectors:stored:config', JSON.stringify({ hostUrls: ['http://127.0.0.1:0'], webhooks: [{ url: healthy.url, format: { type: 'influx-line' }, compression: 'gzip' }] }));
+    const replay = await runCli(['deadletter', 'replay', '--id', 'stored', '--webhook', '0'], { ConnectionStrings__Datastore: r.redis.url });
+    expect(replay.code).toBe(0);
+    expect(healthy.requests).toHaveLength(stored.length);
+    for (const q of healthy.requests) {
+      expect([q.headers['content-type'], q.headers['content-encoding']]).toEqual(['application/x-ndjson', 'gzip']);
+    }
+    expect(healthy.requests.map((q) => gunzipSync(q.raw).toString('utf8')).sort()).toEqual(stored.map((e) => e.body).sort());
   });
 
   it('influx-line with gzip: Content-Encoding gzip, the lines signed before compression, a time from each point\'s timestamp; GET /api/webhooks shows format and compression', async () => {

@@ -5,7 +5,7 @@ import { safeUrl } from '../config/urls';
 import { deadLetterStream } from '../mapping/keys';
 import { readBacklog } from '../streams/webhook/backlog';
 import { backlogBatch, type BacklogEntry } from '../streams/webhook/backlogEntry';
-import { storedPoints } from '../streams/webhook/body';
+import { JSON_CONTENT_TYPE, storedPoints } from '../streams/webhook/body';
 import type { ClientTracing } from '../streams/webhook/client';
 import { enableWebhook } from '../streams/webhook/disabledMarks';
 import { deliveryDefaults, type DeliverySettings, type WebhookSubscription } from '../streams/webhook/subscription';
@@ -65,7 +65,13 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
       if (E.isLeft(got)) return { code: 1, message: got.left };
       const selected = got.right.filter(matches(a));
       for (const e of selected) {
-        if (a.json) d.out(JSON.stringify({ id: e.id, webhook: e.webhook, url: e.url, webhookId: e.webhookId, reason: e.reason, attempts: e.attempts, error: e.error, body: e.body }));
+        // the body's content type as the entry keeps it (CONTRACT 4.7): only when it is not JSON
+        if (a.json) {
+          d.out(JSON.stringify({
+            id: e.id, webhook: e.webhook, url: e.url, webhookId: e.webhookId, reason: e.reason, attempts: e.attempts, error: e.error, body: e.body,
+            ...(e.contentType !== JSON_CONTENT_TYPE ? { contentType: e.contentType } : {}),
+          }));
+        }
         else d.out(`${e.id}  webhook ${e.webhook ?? '?'}  ${e.reason.padEnd(9)}  attempts ${e.attempts}  ${e.webhookId}  ${points(e)} points  ${e.url}  ${e.error}`);
       }
       if (!a.json) d.out(`${selected.length} entries`);
