@@ -17,6 +17,7 @@ const r = privateRedis();
 beforeEach(async () => {
   await r.client.config('SET', 'maxmemory', '0');
   await r.client.config('SET', 'maxmemory-policy', 'noeviction');
+  await r.client.config('SET', 'stream-node-max-entries', '100');
   await r.client.flushall();
 });
 
@@ -68,6 +69,33 @@ it('5: an entry trimmed while it is being sent again is reported dropped only if
   await run(backlog.failedAgain(second!, 'HTTP 503 after 5 attempts', 10));
   await run(backlog.pending());
   expect(dropped.filter((d) => d.id === first!.id || d.id === second!.id).map((d) => d.id)).toEqual([second!.id]);
+});
+
+it('5 and 7: an entry failed again whose own new write makes the cap trim the old one is not reported dropped, also by a scan before the old one is deleted — it lives on under its new ID', async () => {
+  // one entry per stream node: MAXLEN ~ trims entry by entry, so the rewrite's append takes the oldest
+  await r.client.config('SET', 'stream-node-max-entries', '1');
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((res) => (release = res));
+  // the real Redis, with the old entry's deletion held back: the window a concurrent scan can fall in
+  const slowDelete = new Proxy(r.client, {
+    get: (target, key) => (key === 'xdel' ? async (...args: [string, ...string[]]) => (await held, target.xdel(...args)) : Reflect.get(target, key, target)),
+  });
+  const { backlog, dropped } = backlogOf({ maxLength: 5, redis: slowDelete });
+  for (let i = 1; i <= 5; i++) await append(backlog, `${i}-0`);
+  const [oldest] = await run(backlog.pending());
+  expect(await run(backlog.fetch(oldest!))).not.toBeNull();
+  const again = run(backlog.failedAgain(oldest!, 'HTTP 503 after 5 attempts', 10));
+  // the new entry is written, and its append trimmed the old one
+  await eventually(async () => ((await r.client.xrange(STREAM, oldest!.id, oldest!.id)) as unknown[]).length === 0 ? true : undefined, 10000, 'the old entry trimmed');
+  expect(await r.client.xlen(STREAM)).toBe(5);
+  await run(backlog.pending());
+  expect(dropped).toEqual([]);
+  release();
+  await again;
+  const items = await run(backlog.pending());
+  expect(items.map((i) => [i.webhookId, i.attempts])).toEqual([['1-0_1-0', 10], ['2-0_2-0', 5], ['3-0_3-0', 5], ['4-0_4-0', 5], ['5-0_5-0', 5]]);
+  expect(items.some((i) => i.id === oldest!.id)).toBe(false);
+  expect(dropped).toEqual([]);
 });
 
 it('7: a failed-again entry that Redis refuses to write (out of memory) stays known and in the stream; it is written anew once Redis has room', async () => {

@@ -23,7 +23,8 @@ import { byStreamOrder, decodeBacklogEntry, encodeTraces, REDRIVABLE, type Backl
  * 5. An entry of the webhook (its index and current URL, whatever its reason, `refused` included)
  *    trimmed by the cap before it was delivered is reported once as dropped: found by the next
  *    scan, or at once when this replica's own append trimmed it (the stream was at its cap); one
- *    trimmed while it is being sent again is reported only if that send fails.
+ *    trimmed while it is being sent again is reported only if that send fails; one trimmed by the
+ *    append that writes it anew (invariant 7) is never reported (it lives on under the new ID).
  * 6. `size()` counts every entry of the webhook's backlog this replica knows of (any reason): the
  *    ones it wrote, and the ones its scans found, less the ones it removed or found gone.
  * 7. An entry redriven and failed again is written anew (its `attempts` and `error` grown; a stream
@@ -195,17 +196,19 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
         sending.delete(item.id);
       }),
     failedAgain: (item, error, attempts) =>
-      defer(() => (sending.delete(item.id), persistHere(() => read(item.id)))).pipe(
+      persistHere(() => read(item.id)).pipe(
         mergeMap((e) => {
-          if (e === null) return defer(() => gone(item));
+          if (e === null) return defer(() => (sending.delete(item.id), gone(item)));
           // invariant 7: written anew first (retried, say, while Redis is out of memory: the entry stays
-          // known and in the stream meanwhile), then the old one deleted
+          // known and in the stream meanwhile), then the old one deleted. It stays `sending` until then:
+          // the new write's own trim may take the old entry (the oldest), and a scan meanwhile must not
+          // report as dropped a batch that lives on under its new ID
           return persistHere(() => xadd(fields({ ...e, error, attempts }, e.body))).pipe(
             mergeMap((newId) => {
               track(newId, e.webhookId, attempts, e.reason);
               return persistHere(() => o.redis.xdel(stream, item.id));
             }),
-            map(() => forget(item.id)),
+            map(() => (forget(item.id), sending.delete(item.id))),
           );
         }),
       ),
