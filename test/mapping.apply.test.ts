@@ -102,9 +102,36 @@ describe('applyMappings', () => {
         const r = applyMappings(ms, body, RECEIVED, 's');
         const n = E.isRight(r) ? r.right.length : r.left.failed.length + r.left.succeeded.length;
         expect(n).toBe(ms.length);
-        if (E.isRight(r)) for (const p of r.right) expect(JSON.parse(p.json)).toEqual(p.point);
       }),
       { numRuns: 3000 },
     );
+  });
+
+  it('a body that holds a valid value for every mapping yields every point, and each point\'s JSON is the point', () => {
+    // each mapping reads its own field, with a value valid for its valueType and type code
+    const kinds = [
+      fc.record({ vt: fc.constant<ValueType>('float'), t: fc.constantFrom<TypeCode>(13, 36), v: fc.double({ noNaN: true, noDefaultInfinity: true }) }),
+      fc.record({ vt: fc.constant<ValueType>('int'), t: fc.constant<TypeCode>(32), v: fc.integer({ min: -64, max: 63 }) }),
+      fc.record({ vt: fc.constant<ValueType>('bool'), t: fc.constantFrom<TypeCode>(1, 30), v: fc.boolean() }),
+    ];
+    const at = fc.record({ nested: fc.boolean(), ts: fc.option(fc.date({ min: new Date(0), max: new Date(253402300799999), noInvalidDate: true })) });
+    let points = 0;
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.oneof(...kinds), at), { minLength: 1, maxLength: 6 }), (specs) => {
+        const body: { x: Record<string, unknown>; [k: string]: unknown } = { x: {} };
+        const ms = specs.map(([k, a], i) => {
+          (a.nested ? body.x : body)[`f${i}`] = k.v;
+          if (a.ts !== null) body[`t${i}`] = a.ts.toISOString();
+          return m(`m${i}`, a.nested ? `x.f${i}` : `f${i}`, k.t, { valueType: k.vt, ioa: i, ...(a.ts !== null ? { ts: `t${i}` } : {}) });
+        });
+        const r = applyMappings(ms, JSON.parse(JSON.stringify(body)) as unknown, RECEIVED, 's');
+        if (E.isLeft(r)) throw new Error(`refused: ${JSON.stringify(r.left)}`);
+        expect(r.right.map((p) => [p.point.ioa, p.point.timestamp])).toEqual(specs.map(([, a], i) => [i, a.ts === null ? RECEIVED : a.ts.toISOString()]));
+        for (const p of r.right) expect(JSON.parse(p.json)).toEqual(p.point);
+        points += r.right.length;
+      }),
+      { numRuns: 1000 },
+    );
+    expect(points).toBeGreaterThanOrEqual(1000);
   });
 });

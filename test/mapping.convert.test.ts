@@ -1,6 +1,8 @@
 import * as E from 'fp-ts/Either';
 import { convertTo, readAs } from '../src/mapping/convert';
+import { renderValue, tooDeep } from '../src/mapping/render';
 import { readTimestamp } from '../src/mapping/timestamp';
+import { WrittenNumber } from '../src/mapping/writtenNumbers';
 import type { TypeCode, ValueType } from '../src/mapping/types';
 
 const read = (vt: ValueType, raw: unknown) => readAs(vt, raw, 'p');
@@ -14,6 +16,36 @@ describe('error texts render any value without throwing (CONTRACT 6.5)', () => {
     expect(E.isLeft(text) && text.left).toMatch(/^value \[\[\[\[\[\[\[\[\[…\]\]\]\]\]\]\]\]\] at path 'p' is not a float$/);
     const huge = read('float', { a: 'x'.repeat(1e6) });
     expect(E.isLeft(huge) && huge.left.length).toBeLessThan(150);
+  });
+
+  it('shows arrays and objects as JSON, every element and member with its comma', () => {
+    expect(renderValue([1, 'a', null, true])).toBe('[1,"a",null,true]');
+    expect(renderValue({ a: 1, b: [2, 3], c: { d: 'x' } })).toBe('{"a":1,"b":[2,3],"c":{"d":"x"}}');
+    expect(renderValue([new WrittenNumber('1e400'), undefined])).toBe('[1e400,undefined]');
+    expect(read('float', { a: 1, b: 2 })).toEqual(E.left(`value {"a":1,"b":2} at path 'p' is not a float`));
+  });
+
+  it('cuts a long value at the limit, with three dots, whichever part makes it long', () => {
+    expect(renderValue('x'.repeat(200))).toBe(`"${'x'.repeat(76)}...`);
+    expect(renderValue('x'.repeat(78))).toBe(`"${'x'.repeat(78)}"`); // 80 characters: not cut
+    expect(renderValue('x'.repeat(79))).toBe(`"${'x'.repeat(76)}...`);
+    expect(renderValue(Array.from({ length: 100 }, (_, i) => i))).toBe(`[${Array.from({ length: 100 }, (_, i) => i).join(',').slice(0, 76)}...`);
+    expect(renderValue({ ['k'.repeat(100)]: 1 })).toBe(`{"${'k'.repeat(75)}...`);
+    expect(renderValue('abcdefghij', 8)).toBe('"abcd...');
+  });
+
+  it('shows what lies below the depth as […] and {…}', () => {
+    expect(renderValue([[[1]]], 80, 2)).toBe('[[[…]]]');
+    expect(renderValue({ a: { b: { c: 1 } } }, 80, 2)).toBe('{"a":{"b":{…}}}');
+    expect(renderValue([1n], 80)).toBe('[1]');
+  });
+
+  it('names the first place nested too deep, as config errors name fields', () => {
+    expect(tooDeep({ a: [1, { b: 2 }] }, 3)).toBeUndefined();
+    expect(tooDeep({ a: [1, { b: { c: 1 } }] }, 3)).toBe('a[1].b');
+    expect(tooDeep([[1]], 1)).toBe('[0]');
+    expect(tooDeep({ x: 1 }, 0)).toBe('(root)');
+    expect(tooDeep('text', 0)).toBeUndefined();
   });
 });
 
@@ -106,11 +138,30 @@ describe('timestamps (CONTRACT 5.3)', () => {
     [-1, '1969-12-31T23:59:59.000Z'],
     ['1763720100', '2025-11-21T10:15:00.000Z'],
     ['1763720100000', '2025-11-21T10:15:00.000Z'],
+    // the edges of every field's range
+    ['2026-01-01T23:59:59Z', '2026-01-01T23:59:59.000Z'],
+    ['2026-12-31T00:00:00Z', '2026-12-31T00:00:00.000Z'],
+    ['2024-02-29', '2024-02-29T00:00:00.000Z'],
+    ['0000-01-01T00:00:00Z', '0000-01-01T00:00:00.000Z'],
+    ['9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59.999Z'],
+    [253402300799999, '9999-12-31T23:59:59.999Z'],
+    // offsets with minutes, both signs and both forms
+    ['2026-11-21T15:45:00+05:30', '2026-11-21T10:15:00.000Z'],
+    ['2026-11-21T04:45:00-05:30', '2026-11-21T10:15:00.000Z'],
+    ['2026-11-21T15:45:00+0530', '2026-11-21T10:15:00.000Z'],
+    ['2026-11-21T10:15:00+23:59', '2026-11-20T10:16:00.000Z'],
+    ['2026-11-21t10:15:00z', '2026-11-21T10:15:00.000Z'],
+    ['2026-11-21 10:15:00,5Z', '2026-11-21T10:15:00.500Z'],
   ])('reads %p', (raw, iso) => {
     expect(ts(raw)).toEqual(E.right(iso));
   });
 
-  it.each([['yesterday'], ['2026-13-01'], ['2026-02-30'], ['2026-11-21T25:00:00Z'], [''], [true], [{}], [[1]], ['-5'], ['1.5e9'], [Infinity]])(
+  it.each([
+    ['yesterday'], ['2026-13-01'], ['2026-02-30'], ['2026-11-21T25:00:00Z'], [''], [true], [{}], [[1]], ['-5'], ['1.5e9'], [Infinity],
+    // one past the edge of each field: never rolled over into the next minute, hour, day or month
+    ['2026-00-10'], ['2026-01-00'], ['2023-02-29'], ['2026-11-21T24:00:00Z'], ['2026-11-21T10:60:00Z'], ['2026-11-21T10:15:60Z'],
+    ['2026-11-21T10:15:00+24:00'], ['2026-11-21T10:15:00+05:60'], ['2026-11-21T10:15:00-24:00'], [253402300800000], [-62167219200001],
+  ])(
     'rejects %p',
     (raw) => {
       expect(ts(raw)).toEqual(E.left(`invalid timestamp at path 'ts': ${raw === Infinity ? 'Infinity' : JSON.stringify(raw)}`));

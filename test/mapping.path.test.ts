@@ -81,6 +81,15 @@ describe('lookup', () => {
     expect(at('x', 'string')).toEqual({ found: false });
   });
 
+  it('a string has no fields either: not its length, not its characters', () => {
+    const s = JSON.parse('{"s":"abc","t":true,"n":7}') as unknown;
+    expect(at('s.length', s)).toEqual({ found: false });
+    expect(at('s.0', s)).toEqual({ found: false });
+    expect(at('t.valueOf', s)).toEqual({ found: false });
+    expect(at('n.toFixed', s)).toEqual({ found: false });
+    expect(at('s', s)).toEqual({ found: true, value: 'abc' });
+  });
+
   it('never throws, whatever the path and the JSON', () => {
     fc.assert(
       fc.property(fc.string(), fc.jsonValue(), (path, json) => {

@@ -1,6 +1,7 @@
 import { lastValueFrom } from 'rxjs';
 import { batchesKey } from '../src/mapping/keys';
 import { decodeRecords, redisDeliveryState, webhookKey } from '../src/streams/read/deliveryState';
+import { eventually } from './helpers/cli';
 import { privateRedis } from './helpers/redis';
 
 /** The invariants written at the top of src/streams/read/deliveryState.ts, against a real Redis. */
@@ -109,4 +110,51 @@ it('a filtered webhook\'s part is recorded with the batch, read back, and delete
   await run(state.record(['1-0', '1-5'], [['1 http://f/', '1-2_1-3']]));
   expect(await run(state.forgetSettled({ upTo: '1-5' }))).toBe(1);
   expect(await client.hgetall(batchesKey('c'))).toEqual({});
+});
+
+it('4, at the edges: `upTo` settles a record ending at it and keeps one ending after it; `before` keeps one ending at it; nothing stale deletes nothing', async () => {
+  const { client } = r;
+  const state = redisDeliveryState(client, 'c', GROUP, 50);
+  await run(state.record(['1-0', '1-5']));
+  await run(state.record(['2-0', '3-0']));
+  await run(state.record(['3-1']));
+  expect(await run(state.forgetSettled({ before: '1-0' }))).toBe(0);
+  expect(await run(state.forgetSettled({ before: '1-5' }))).toBe(0);
+  expect(Object.keys(await client.hgetall(batchesKey('c'))).sort()).toEqual(['1-0', '2-0', '3-1']);
+  expect(await run(state.forgetSettled({ upTo: '3-0' }))).toBe(2);
+  expect(await client.hgetall(batchesKey('c'))).toEqual({ '3-1': '3-1' });
+});
+
+it('a filtered webhook\'s part is deleted by the acknowledgement of the replica that recorded it (nothing loaded)', async () => {
+  const { client } = r;
+  const state = redisDeliveryState(client, 'c', GROUP, 50);
+  await run(state.record(['1-0', '1-5'], [['1 http://f/', '1-2_1-3']]));
+  await run(state.ack('1-0', [], ['0 http://a/', '1 http://f/']));
+  expect(await client.hgetall(batchesKey('c'))).toEqual({});
+});
+
+it('a write Redis refuses (an error reply, also one inside the acknowledgement\'s MULTI) is reported with its kind and retried until it lands — never taken as done', async () => {
+  const { client } = r;
+  const errors: string[] = [];
+  const state = redisDeliveryState(client, 'c', GROUP, 20, (kind, err) => errors.push(`${kind}: ${(err as Error).message.slice(0, 9)}`));
+  await client.xgroup('CREATE', 'process:updates', GROUP, '$', 'MKSTREAM');
+  const id = (await client.xadd('process:updates', '*', 'data', '{}'))!;
+  await client.call('XREADGROUP', 'GROUP', GROUP, 'me', 'STREAMS', 'process:updates', '>');
+  // the records' key holds a string: HSET and HDEL answer WRONGTYPE (inside MULTI: at EXEC, after XACK applied)
+  await client.set(batchesKey('c'), 'not a hash');
+  let recorded = false;
+  const record = run(state.record([id])).then(() => (recorded = true));
+  await eventually(() => (errors.length >= 2 ? true : undefined), 10000, 'the record refused twice');
+  expect([recorded, [...new Set(errors)]]).toEqual([false, ['delivery record: WRONGTYPE']]);
+  await client.del(batchesKey('c'));
+  await record;
+  await client.set(batchesKey('c'), 'not a hash');
+  errors.length = 0;
+  let acked = false;
+  const ack = run(state.ack(id, [id], [])).then(() => (acked = true));
+  await eventually(() => (errors.length >= 2 ? true : undefined), 10000, 'the acknowledgement refused twice');
+  expect([acked, [...new Set(errors)]]).toEqual([false, ['acknowledgement: WRONGTYPE']]);
+  await client.del(batchesKey('c'));
+  await ack;
+  expect(((await client.xpending('process:updates', GROUP)) as [number])[0]).toBe(0);
 });
