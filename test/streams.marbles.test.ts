@@ -12,6 +12,7 @@ import type { DecodedEntry, StreamEntry } from '../src/streams/read/entries';
 import { pushPipeline$, type PipelineEvent } from '../src/streams/push/pipeline';
 import { readUpdates$, wholeBatches, type ConsumerInfo, type ReaderOptions, type ReadChunk, type StreamPort } from '../src/streams/read/reader';
 import { regroup } from '../src/streams/read/regroup';
+import { inFlightEntries } from '../src/streams/read/inFlight';
 import type { Webhook } from '../src/config/webhookSettings';
 import { webhookKey } from '../src/streams/read/deliveryState';
 import { makeSubscriptions, type DeliverySettings, type WebhookSubscription } from '../src/streams/webhook/subscription';
@@ -641,7 +642,7 @@ describe('stream reader', () => {
   };
   const options = (ts: TestScheduler, over: Partial<ReaderOptions> = {}): ReaderOptions => ({
     startFromLatest: false, count: 10, blockMs: 500, retryMs: 50, claimIdleMs: 60000, claimEveryMs: 1_000_000,
-    isStopping: () => true, isInFlight: () => false, onError: () => undefined, onClaim: () => undefined, scheduler: ts, ...over,
+    isStopping: () => true, lookAtPending: inFlightEntries().look, onError: () => undefined, onClaim: () => undefined, scheduler: ts, ...over,
   });
 
   it('re-reads its own pending entries first (records read back first, in-flight ones skipped), then claims, then reads new entries; after an error starts over from the group', () => {
@@ -651,7 +652,9 @@ describe('stream reader', () => {
     let stopping = false;
     ts.run(({ expectObservable }) => {
       const p = port(ts, { pending: [[raw('1-0'), raw('1-1')], [raw('1-2')], [], [raw('2-0')]], reads: [[raw('2-0')], [], 'error', [raw('3-0')]] }, calls);
-      const out = readUpdates$(p, options(ts, { isStopping: () => stopping, isInFlight: (id) => id === '1-0', onError: (e) => errors.push(e) }));
+      const flight = inFlightEntries();
+      flight.add(['1-0']);
+      const out = readUpdates$(p, options(ts, { isStopping: () => stopping, lookAtPending: flight.look, onError: (e) => errors.push(e) }));
       ts.schedule(() => (stopping = true), 70);
       // after the error: 2-0 is pending again (its read's reply could have been lost) and re-read
       expectObservable(out.pipe(mapEvents2())).toBe('a 4ms d 4ms g 54ms f 4ms (e|)', { a: 'R1-1,1-2+@me', d: 'L2-0', g: 'L', f: 'R2-0+@me', e: 'L3-0' });
@@ -677,6 +680,28 @@ describe('stream reader', () => {
       const out = readUpdates$(p, options(ts, { count: 2, isStopping: () => stopping }));
       expectObservable(out.pipe(mapEvents2())).toBe('a 49ms (bc) 1ms (d|)', { a: 'R1-0+@me', b: 'R1-0+@me', c: 'R1-1,1-2,1-3+@me', d: 'L' });
     });
+  });
+
+  it.each([
+    ['while the page that holds it is read (the page still holds it)', '0'],
+    ['after the page that cut its batch was read (the batch was carried on)', '1-1'],
+  ])('skips a pending entry of this process acknowledged %s: no part of a batch done meanwhile is handed on again', (_, at) => {
+    const ts = newScheduler();
+    const flight = inFlightEntries();
+    flight.add(['1-1', '1-2']); // this process has the recorded batch 1-1..1-2 in flight
+    ts.run(({ expectObservable }) => {
+      const p0 = port(ts, { pending: at === '0' ? [[raw('1-0'), raw('1-1')], [raw('1-2')], []] : [[raw('1-0'), raw('1-1')], []], reads: [[]] }, []);
+      const p: StreamPort = {
+        ...p0,
+        readPending: (owner, after, count) => {
+          if (after === at) flight.acknowledged(['1-1', '1-2']);
+          return p0.readPending(owner, after, count);
+        },
+      };
+      const out = readUpdates$(p, options(ts, { count: 2, lookAtPending: flight.look }));
+      expectObservable(out.pipe(mapEvents2())).toBe('a 4ms (d|)', { a: 'R1-0+@me', d: 'L' });
+    });
+    expect(flight.size()).toBe(0);
   });
 
   it('wholeBatches: pending entries up to the start of the last recorded batch they do not reach the end of', () => {

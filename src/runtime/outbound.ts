@@ -8,6 +8,7 @@ import { webhookLane } from '../streams/webhook/lane';
 import { redisDeliveryState } from '../streams/read/deliveryState';
 import { redisDisabledMarks } from '../streams/webhook/disabledMarks';
 import { readGroupHealth } from '../streams/read/groupHealth';
+import { inFlightEntries } from '../streams/read/inFlight';
 import { makeLossTracker } from '../streams/read/lossTracker';
 import { pushPipeline$ } from '../streams/push/pipeline';
 import { readUpdates$ } from '../streams/read/reader';
@@ -39,7 +40,7 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly WebhookSubscri
   const port = redisStreamPort(reader.client, startup.id, startup.datastore.consumerName, state);
   let stopping = false;
   /** Entries read and not yet acknowledged (bounded by the lanes' queues). */
-  const inFlight = new Set<string>();
+  const inFlight = inFlightEntries();
 
   const webhooks = subscriptions.map((s) => {
     const backlog = redisBacklog({
@@ -82,13 +83,13 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly WebhookSubscri
       claimIdleMs: startup.datastore.claimIdleMilliseconds,
       claimEveryMs: startup.datastore.claimIntervalMilliseconds,
       isStopping: () => stopping,
-      isInFlight: (id) => inFlight.has(id),
+      lookAtPending: inFlight.look,
       onError: observe.readFailed,
       onClaim: observe.claimed,
     }))),
     tap((chunk) => {
       if (!chunk.replay) observe.entriesRead(chunk.entries.length);
-      for (const e of chunk.entries) inFlight.add(e.id);
+      inFlight.add(chunk.entries.map((e) => e.id));
     }),
   );
 
@@ -115,7 +116,7 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly WebhookSubscri
       state: {
         record: state.record,
         markDone: state.markDone,
-        ack: (first, ids, keys) => state.ack(first, ids, keys).pipe(tap(() => ids.forEach((id) => inFlight.delete(id)))),
+        ack: (first, ids, keys) => state.ack(first, ids, keys).pipe(tap(() => inFlight.acknowledged(ids))),
       },
       onUndecodable: observe.undeliverable,
       onBatch: observe.batch,
@@ -157,7 +158,7 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly WebhookSubscri
       const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), waitMs)));
       const how = await Promise.race([done, timeout]);
       clearTimeout(timer);
-      if (how === 'timeout') observe.stopTimedOut(inFlight.size, waitMs);
+      if (how === 'timeout') observe.stopTimedOut(inFlight.size(), waitMs);
       subscription.unsubscribe();
       for (const w of webhooks) w.client.close();
       await Promise.all([reader.close(), interrogations.close()]);

@@ -4,6 +4,7 @@ import {
 } from 'rxjs';
 import type { BatchRecords, Settled } from './deliveryState';
 import type { StreamEntry } from './entries';
+import type { PendingLook } from './inFlight';
 import { compareIds } from '../store/streamIds';
 
 /** A consumer of the group as `XINFO CONSUMERS` shows it. */
@@ -75,11 +76,12 @@ export interface ReaderOptions {
   readonly claimIdleMs: number;
   readonly claimEveryMs: number;
   /**
-   * True for an entry this process read and has not acknowledged yet: after a reconnection the
-   * own pending entries are re-read (a read whose reply was lost stays pending at this consumer),
-   * and those still in the pipeline are skipped rather than delivered twice.
+   * Begins a look at a pending list (see `InFlight`): after a reconnection the own pending entries
+   * are re-read (a read whose reply was lost stays pending at this consumer), and those this
+   * process has in flight, or acknowledged since the look began, are skipped rather than delivered
+   * twice.
    */
-  readonly isInFlight: (id: string) => boolean;
+  readonly lookAtPending: () => PendingLook;
   /** Checked after every read: once true, the reader completes instead of reading again. */
   readonly isStopping: () => boolean;
   readonly onError: (err: unknown) => void;
@@ -155,20 +157,24 @@ export const readUpdates$ = (port: StreamPort, o: ReaderOptions): Observable<Rea
    */
   const pendingOf$ = (consumer: string, records: BatchRecords): Observable<ReadChunk> =>
     defer(() => {
+      // begun before the first read: each page is filtered as it arrives, against what was in
+      // flight or acknowledged since (a page, or a batch carried on, can wait for later pages)
+      const look = o.lookAtPending();
       let carry: StreamEntry[] = [];
       const pages$ = port.readPending(consumer, '0', o.count).pipe(
         expand((es) => (es.length === 0 ? EMPTY : port.readPending(consumer, lastId(es), o.count))),
         takeWhile((es) => es.length > 0),
         map((es) => {
-          const all = carry.length === 0 ? es : [...carry, ...es];
+          const all = [...carry, ...es.filter((e) => !look.has(e.id))];
           const cut = wholeBatches(all, records);
           carry = all.slice(cut);
           return all.slice(0, cut);
         }),
       );
       return concat(pages$, defer(() => of(carry))).pipe(
-        map((es): ReadChunk => ({ entries: es.filter((e) => !o.isInFlight(e.id)), replay: true, records, source: consumer })),
+        map((es): ReadChunk => ({ entries: es, replay: true, records, source: consumer })),
         filter((c) => c.entries.length > 0),
+        finalize(() => look.end()),
       );
     });
   const leaseMs = Math.max(Math.floor(o.claimEveryMs / 2), 1);
