@@ -40,8 +40,28 @@ describe('error texts render any value without throwing (CONTRACT 6.5)', () => {
     expect(renderValue([1n], 80)).toBe('[1]');
   });
 
+  it('never walks more of a value than it shows: a huge array is read no further than its cut', () => {
+    let reads = 0;
+    const counted = (xs: unknown[]) => new Proxy(xs, { get: (t, k, r) => (typeof k === 'string' && /^[0-9]+$/.test(k) && reads++, Reflect.get(t, k, r)) });
+    expect(renderValue(counted(Array.from({ length: 100000 }, (_, i) => i)))).toMatch(/^\[0,1,2,.*\.\.\.$/);
+    expect(reads).toBeLessThan(40);
+    reads = 0;
+    // cut inside a nested array: the outer one is not read on either
+    expect(renderValue(counted([counted(Array.from({ length: 1000 }, () => 12345)), ...Array.from({ length: 1000 }, () => 1)]), 20)).toBe('[[12345,12345,123...');
+    expect(reads).toBeLessThan(10);
+    reads = 0;
+    expect(renderValue({ a: counted(Array.from({ length: 1000 }, () => 7)), b: counted([1]) }, 12)).toBe('{"a":[7,7...');
+    expect(reads).toBeLessThan(10);
+    reads = 0;
+    expect(renderValue(counted([counted([1, 2, 3]), counted([4])]), 2)).toBe('[[...');
+    expect(reads).toBe(2);
+  });
+
   it('names the first place nested too deep, as config errors name fields', () => {
-    expect(tooDeep({ a: [1, { b: 2 }] }, 3)).toBeUndefined();
+    expect(tooDeep({ a: [1, { b: 2 }], n: null }, 3)).toBeUndefined();
+    expect(tooDeep({ a: [[1]], b: [[2]] }, 2)).toBe('a[0]');
+    expect(tooDeep([[1], [2], [[3]]], 2)).toBe('[2][0]');
+    expect(tooDeep([[[1]], [[2]]], 2)).toBe('[0][0]');
     expect(tooDeep({ a: [1, { b: { c: 1 } }] }, 3)).toBe('a[1].b');
     expect(tooDeep([[1]], 1)).toBe('[0]');
     expect(tooDeep({ x: 1 }, 0)).toBe('(root)');
@@ -152,6 +172,8 @@ describe('timestamps (CONTRACT 5.3)', () => {
     ['2026-11-21T10:15:00+23:59', '2026-11-20T10:16:00.000Z'],
     ['2026-11-21t10:15:00z', '2026-11-21T10:15:00.000Z'],
     ['2026-11-21 10:15:00,5Z', '2026-11-21T10:15:00.500Z'],
+    [' 2026-11-21T10:15:00Z\t', '2026-11-21T10:15:00.000Z'],
+    ['2024-02-29T23:59:59.999-00:01', '2024-03-01T00:00:59.999Z'],
   ])('reads %p', (raw, iso) => {
     expect(ts(raw)).toEqual(E.right(iso));
   });
@@ -161,10 +183,11 @@ describe('timestamps (CONTRACT 5.3)', () => {
     // one past the edge of each field: never rolled over into the next minute, hour, day or month
     ['2026-00-10'], ['2026-01-00'], ['2023-02-29'], ['2026-11-21T24:00:00Z'], ['2026-11-21T10:60:00Z'], ['2026-11-21T10:15:60Z'],
     ['2026-11-21T10:15:00+24:00'], ['2026-11-21T10:15:00+05:60'], ['2026-11-21T10:15:00-24:00'], [253402300800000], [-62167219200001],
+    ['2026-04-31'], ['2026-11-31T00:00:00Z'], ['x2026-11-21T10:15:00Z'], ['2026-11-21T10:15:00Zx'], ['2026-11-21T10:15:00+05'], [NaN], [-Infinity],
   ])(
     'rejects %p',
     (raw) => {
-      expect(ts(raw)).toEqual(E.left(`invalid timestamp at path 'ts': ${raw === Infinity ? 'Infinity' : JSON.stringify(raw)}`));
+      expect(ts(raw)).toEqual(E.left(`invalid timestamp at path 'ts': ${typeof raw === 'number' && !Number.isFinite(raw) ? String(raw) : JSON.stringify(raw)}`));
     },
   );
 

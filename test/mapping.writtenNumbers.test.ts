@@ -27,3 +27,24 @@ it('numbers that fit are left alone, and a bare number at the top has no place t
   expect(parseJsonBody('{"a":1e300}')).toEqual({ a: 1e300 });
   expect(parseJsonBody(`{"a":1${'0'.repeat(309)}}`)).toEqual({ a: new WrittenNumber(`1${'0'.repeat(309)}`) });
 });
+
+it('a literal ends at the first delimiter: space, tab, CR, LF, comma or a closing bracket', () => {
+  expect(found('{"a":1e999 ,"b":[2e999\t],"c":-3e999\r}')).toEqual([[['a'], '1e999'], [['b', 0], '2e999'], [['c'], '-3e999']]);
+  expect(found('[true,false,null,1e999]')).toEqual([[[3], '1e999']]);
+});
+
+it('where a repeated key left another value (the last wins, as in JSON.parse), nothing is put in its place', () => {
+  for (const last of ['5', 'null', '"abc"', '[]', '{}', 'true']) {
+    const body = parseJsonBody(`{"d":{"x":[1e999]},"d":${last},"e":9e999,"e":5}`) as Record<string, unknown>;
+    expect([body.d, body.e]).toEqual([JSON.parse(last), 5]);
+  }
+});
+
+it('a kept literal is a plain own property, as JSON.parse makes them', () => {
+  const body = parseJsonBody('{"a":[1e999],"__proto__":2e999}') as Record<string, unknown[]>;
+  for (const [parent, key] of [[body.a, '0'], [body, '__proto__']] as const) {
+    expect(Object.getOwnPropertyDescriptor(parent, key)).toEqual({ value: expect.any(WrittenNumber), writable: true, enumerable: true, configurable: true });
+  }
+  body.a![0] = 1;
+  expect(body.a).toEqual([1]);
+});

@@ -22,6 +22,8 @@ it('1 and 3: a recorded batch and the webhooks marked as having it are read back
   await run(state.record(['1-0', '1-1', '2-0']));
   await run(state.record(['3-0']));
   await run(state.markDone('1-0', webhookKey(1, 'http://b/')));
+  // the layout docs/push.md describes: `{first}` → `{last}`, `{first}|{webhook}` → 1
+  expect(await r.client.hgetall(batchesKey('c'))).toEqual({ '1-0': '2-0', '3-0': '3-0', '1-0|1 http://b/': '1' });
   const records = await run(redisDeliveryState(client, 'c', GROUP, 50).load());
   expect([...records.values()].map((r) => [r.first, r.last, [...r.done]])).toEqual([
     ['1-0', '2-0', ['1 http://b/']],
@@ -76,6 +78,12 @@ it('4: records of settled batches are forgotten; those of pending or newer entri
 it('decodes any hash: a mark without its record is ignored', () => {
   const r = decodeRecords({ '5-0': '6-0', '5-0|0 http://a/': '1', '9-0|1 http://b/': '1' });
   expect([...r.values()].map((x) => [x.first, x.last, [...x.done]])).toEqual([['5-0', '6-0', ['0 http://a/']]]);
+  // a part without its record too; marks and parts listed before their record; a field that is only a mark of ''
+  const odd = decodeRecords({ '9-0#1 http://f/': '9-1_9-1', '7-0|0 http://a/': '1', '7-0#1 http://f/': '7-0_7-0', '7-0': '7-5', '': '8-0', '|2 http://c/': '1' });
+  expect([...odd.values()].map((x) => [x.first, x.last, [...x.done], [...(x.parts ?? [])]])).toEqual([
+    ['7-0', '7-5', ['0 http://a/'], [['1 http://f/', '7-0_7-0']]],
+    ['', '8-0', ['2 http://c/'], []],
+  ]);
 });
 
 it('an entry acknowledged on its own (no record) leaves the records alone; a record with no entries left is deleted without an XACK', async () => {
