@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/Either';
 import { parseManagedSettings } from '../src/config/managed';
 import { escapeKey, escapeMeasurement, escapeStringField, pointLine, timeIn } from '../src/streams/webhook/lineProtocol';
-import { bodyFormatOf, jsonataText, ndjsonLine, splitPoints } from '../src/streams/webhook/formats';
+import { bodyFormatOf, entryMs, jsonataText, LINE_CONTENT_TYPE, NDJSON_CONTENT_TYPE, ndjsonLine, splitPoints } from '../src/streams/webhook/formats';
 import { formatOf, prepareBody, storedPoints } from '../src/streams/webhook/body';
 import { toBatch } from '../src/streams/read/batches';
 
@@ -154,5 +154,51 @@ describe('format settings', () => {
   it('accepts the same unit written two ways (u and us), and no precision at all', () => {
     expect(problems({ url: 'http://x/?precision=u', format: { type: 'influx-line', precision: 'us' } })).toEqual([]);
     expect(problems({ url: 'http://x/', format: { type: 'influx-line' }, compression: 'gzip' })).toEqual([]);
+  });
+});
+
+describe('the edges the mutation run found (issue 38)', () => {
+  it('tag values of every kind: numbers and booleans as written, strings and anything else as JSON text, escaped', () => {
+    expect(pointLine({ casdu: 1, ioa: 2, source: true, type: { a: 'x y' }, value: 1 }, O, undefined)).toBe('datapoints,casdu=1,ioa=2,source=true,type={"a":"x\\ y"} value=1\n');
+    expect(pointLine({ value: 1, flag: true, '\\\\': 5 }, O, undefined)).toBe('datapoints value=1,flag=true\n');
+  });
+
+  it('a timestamp that is not a string is no timestamp (the entry\'s time is used), however Date.parse would read it', () => {
+    expect(pointLine({ casdu: 1, ioa: 2, value: 1, timestamp: 2026 }, O, 7)).toBe('datapoints,casdu=1,ioa=2 value=1 7\n');
+  });
+
+  it('times in every precision, zero too', () => {
+    expect([timeIn(0, 'ns'), timeIn(0, 'us'), timeIn(0, 'ms'), timeIn(0, 's')]).toEqual(['0', '0', '0', '0']);
+    expect([timeIn(1999, 'ns'), timeIn(1999, 'us'), timeIn(1999, 'ms'), timeIn(1999, 's'), timeIn(-1999, 's')]).toEqual(['1999000000', '1999000', '1999', '1', '-1']);
+  });
+
+  it('a format\'s kind and content type (CONTRACT 4.7): JSONata\'s by its output unless set', () => {
+    expect([bodyFormatOf({ type: 'datapoints' }, 'ns'), bodyFormatOf({ type: 'ndjson' }, 'ns')]).toEqual([{ type: 'datapoints' }, { type: 'ndjson' }]);
+    expect([NDJSON_CONTENT_TYPE, LINE_CONTENT_TYPE]).toEqual(['application/x-ndjson', 'text/plain; charset=utf-8']);
+    const ct = (f: Record<string, unknown>) => (bodyFormatOf({ type: 'jsonata', expression: 'x', ...f } as never, 'ns') as { contentType: string }).contentType;
+    expect([ct({}), ct({ output: 'json' }), ct({ output: 'ndjson' }), ct({ contentType: 'application/vnd.x+json' }), ct({ output: 'ndjson', contentType: 'text/csv' })])
+      .toEqual(['application/json', 'application/json', 'application/x-ndjson', 'application/vnd.x+json', 'text/csv']);
+  });
+
+  it('splits at the right commas when strings hold brackets, commas and escaped quotes', () => {
+    expect(splitPoints('{"a":"},"},{"b":"\\"},{"},{"c":["]",","]}')).toEqual(['{"a":"},"}', '{"b":"\\"},{"}', '{"c":["]",","]}']);
+  });
+
+  it('an entry ID without a time before its dash has no time', () => {
+    expect([entryMs('12345'), entryMs('-5'), entryMs('x-1'), entryMs('1700000000000-3'), entryMs('')]).toEqual([undefined, undefined, undefined, 1700000000000, undefined]);
+  });
+
+  it('JSONata\'s errors with their code and place; ndjson output of anything but an array named', async () => {
+    const f = (expression: string, output = 'json') => bodyFormatOf({ type: 'jsonata', expression, output } as never, 'ns') as Extract<ReturnType<typeof bodyFormatOf>, { type: 'jsonata' }>;
+    await expect(jsonataText(f('$foo()'), {})).rejects.toThrow(/^Attempted to invoke a non-function \(T1006 at character 5\)$/);
+    await expect(jsonataText(f('$error("boom")'), {})).rejects.toThrow(/^boom \(D3137 at character 7\)$/);
+    // errors from elsewhere (here the input's getters): with a code and no place, or neither
+    const throwing = (err: Error) => Object.defineProperty({}, 'x', { get: () => { throw err; }, enumerable: true });
+    await expect(jsonataText(f('x'), throwing(Object.assign(new Error('coded'), { code: 'X1' })))).rejects.toThrow(/^coded \(X1\)$/);
+    await expect(jsonataText(f('x'), throwing(new Error('plain')))).rejects.toThrow(/^plain$/);
+    for (const [x, kind] of [[null, 'null'], [5, 'number'], ['s', 'string'], [{ a: 1 }, 'object']] as const) {
+      await expect(jsonataText(f('x', 'ndjson'), { x })).rejects.toThrow(`output "ndjson" needs an array, the expression gave ${kind}`);
+    }
+    expect([await jsonataText(f('x', 'ndjson'), {}), await jsonataText(f('x', 'ndjson'), { x: [1, { a: 2 }] })]).toEqual([undefined, '1\n{"a":2}\n']);
   });
 });

@@ -1,6 +1,6 @@
 import { toBatch } from '../src/streams/read/batches';
 import { backlogBatch } from '../src/streams/webhook/backlogEntry';
-import { bodyText, DATAPOINTS, formatOf, renderBody, renderedNow, storedPoints, type BodyFormat } from '../src/streams/webhook/body';
+import { bodyText, DATAPOINTS, defaultBody, formatOf, prepareBody, renderBody, renderedNow, storedPoints, type Body, type BodyFormat } from '../src/streams/webhook/body';
 import { interrogationBatch, interrogationRequest } from '../src/streams/webhook/interrogation';
 
 /** The one body module (src/streams/webhook/body.ts): what every sender's body is made from, and made once per batch and format. */
@@ -46,4 +46,78 @@ it('a backlog entry is sent as stored, with its content type; its size is read f
 
 it('a request whose body stays on its thread is never rendered here', () => {
   expect(() => renderBody(DATAPOINTS, interrogationRequest('interrogation', '5-0', 1, 3))).toThrow(/interrogation thread/);
+});
+
+describe('a webhook\'s format (CONTRACT 4.7), what each renders, and what is kept', () => {
+  const hook = (format: Record<string, unknown> | undefined, url = 'http://x/in') => formatOf({ url, headers: {}, secrets: [], ...(format !== undefined ? { format } : {}) } as never);
+  const bytesBatch = (cause?: 'interrogation' | 'periodic' | 'resend') => ({ ...live(), content: { kind: 'bytes' as const, points: points.map((p) => Buffer.from(p)) }, ...(cause ? { cause } : {}) });
+
+  it('webhooks whose format renders the same bytes share one format object; others do not', () => {
+    expect([hook(undefined), hook({ type: 'datapoints' })]).toEqual([DATAPOINTS, DATAPOINTS]);
+    expect(hook(undefined)).toBe(DATAPOINTS);
+    expect(hook({ type: 'datapoints' })).toBe(DATAPOINTS);
+    expect(hook({ type: 'ndjson' })).toBe(hook({ type: 'ndjson' }));
+    expect(hook({ type: 'ndjson' })).toEqual({ type: 'ndjson' });
+    expect(hook({ type: 'influx-line', measurement: 'm' }, 'http://a/write?precision=s')).toBe(hook({ type: 'influx-line', measurement: 'm' }, 'http://b/write?precision=s'));
+    expect(hook({ type: 'influx-line', measurement: 'm' }, 'http://a/write?precision=s')).toEqual({ type: 'influx-line', measurement: 'm', precision: 's' });
+    expect(hook({ type: 'influx-line', measurement: 'm' }, 'http://a/write?precision=s')).not.toBe(hook({ type: 'influx-line', measurement: 'm' }, 'http://a/write?precision=ms'));
+    expect(hook({ type: 'influx-line', measurement: 'm' })).not.toBe(hook({ type: 'influx-line', measurement: 'n' }));
+    // the same JSONata settings written in another order are the same format; a URL's precision is not JSONata's business
+    const j = hook({ type: 'jsonata', expression: 'datapoints', output: 'json' }, 'http://a/?precision=s');
+    expect(hook({ output: 'json', expression: 'datapoints', type: 'jsonata' }, 'http://b/?precision=ms')).toBe(j);
+    expect(hook({ type: 'jsonata', expression: 'datapoints', output: 'ndjson' })).not.toBe(j);
+  });
+
+  it('the default body of text or bytes with each cause\'s ending; a stored body as stored, whatever the format', () => {
+    for (const cause of [undefined, 'interrogation', 'periodic', 'resend'] as const) {
+      const end = cause === undefined ? ']}' : `],"cause":"${cause}"}`;
+      expect(bodyText(renderBody({ type: 'datapoints' }, { ...live(), ...(cause ? { cause } : {}) }))).toBe(`{"datapoints":[${points.join(',')}${end}`);
+      expect(bodyText(renderBody({ type: 'datapoints' }, bytesBatch(cause)))).toBe(`{"datapoints":[${points.join(',')}${end}`);
+    }
+    for (const body of ['a\nb\n', Buffer.from('a\nb\n')]) {
+      const stored = { ...live(), content: { kind: 'stored' as const, body, contentType: 'application/x-ndjson' } };
+      expect([bodyText(renderBody(hook({ type: 'ndjson' }), stored)), renderBody(hook({ type: 'ndjson' }), stored).contentType]).toEqual(['a\nb\n', 'application/x-ndjson']);
+    }
+  });
+
+  it('ndjson, line protocol and JSONata from text and from bytes, each with its content type', async () => {
+    const nd = hook({ type: 'ndjson' });
+    const line = hook({ type: 'influx-line', measurement: 'm' }, 'http://a/write?precision=ms');
+    const j = hook({ type: 'jsonata', expression: '{"n": $count(datapoints), "cause": cause}' });
+    for (const b of [live(), bytesBatch()]) {
+      expect(await prepareBody(nd, b)).toEqual({ kind: 'body', body: { bytes: Buffer.from(`${points.join('\n')}\n`), contentType: 'application/x-ndjson' }, skipped: 0 });
+      expect(await prepareBody(line, b)).toEqual({ kind: 'body', body: { bytes: Buffer.from('m,casdu=1,ioa=1 value=1 1\nm,casdu=1,ioa=2 value_text="é" 1\n'), contentType: 'text/plain; charset=utf-8' }, skipped: 0 });
+    }
+    const asked = bytesBatch('interrogation');
+    expect(await prepareBody(j, asked)).toEqual({ kind: 'body', body: { bytes: Buffer.from('{"n":2,"cause":"interrogation"}'), contentType: 'application/json' }, skipped: 0 });
+    // an interrogation's or periodic request's points have no stream entry: no time
+    for (const cause of ['interrogation', 'periodic'] as const) {
+      expect(bodyText(((await prepareBody(line, bytesBatch(cause))) as { body: Body }).body)).toBe('m,casdu=1,ioa=1 value=1\nm,casdu=1,ioa=2 value_text="é"\n');
+    }
+    expect(bodyText(((await prepareBody(line, bytesBatch('resend'))) as { body: Body }).body)).toBe('m,casdu=1,ioa=1 value=1 1\nm,casdu=1,ioa=2 value_text="é" 1\n');
+  });
+
+  it('rendered once: the same result for every call and retry; nothing, a failure, or not yet rendered are told apart', async () => {
+    const nd = hook({ type: 'ndjson' });
+    const b = live();
+    expect(() => renderBody(nd, b)).toThrow(`the ndjson body of ${b.webhookId} is not rendered yet`);
+    const first = prepareBody(nd, b);
+    expect(() => renderBody(nd, b)).toThrow(/is not rendered yet/);
+    const r = await first;
+    expect(await prepareBody(nd, b)).toBe(r);
+    expect(renderBody(nd, b)).toBe((r as { body: Body }).body);
+    const nothing = hook({ type: 'jsonata', expression: 'nothing.here' });
+    expect(await prepareBody(nothing, b)).toEqual({ kind: 'nothing', skipped: 0 });
+    expect(() => renderBody(nothing, b)).toThrow(`${b.webhookId} has no jsonata body: nothing to send`);
+    const failing = hook({ type: 'jsonata', expression: '$error("no")' });
+    expect(await prepareBody(failing, b)).toEqual({ kind: 'failed', error: 'no (D3137 at character 7)' });
+    expect(() => renderBody(failing, b)).toThrow(`${b.webhookId} has no jsonata body: no (D3137 at character 7)`);
+    expect(await prepareBody(nd, { ...b, content: { kind: 'text', points: '' } })).toEqual({ kind: 'nothing', skipped: 0 });
+    expect(defaultBody(b)).toBe(renderBody(DATAPOINTS, b));
+  });
+
+  it('counts the points of a stored body: its datapoints, or its lines for NDJSON and text (a first empty line too)', () => {
+    expect([storedPoints('{"datapoints":[1,2]}'), storedPoints('null'), storedPoints('{"datapoints":[1]}', 'text/plain')]).toEqual([2, 0, 1]);
+    expect([storedPoints('\na\n', 'application/x-ndjson; charset=utf-8'), storedPoints('a\nb\nc\n', 'text/plain; charset=utf-8'), storedPoints('a\nb\n', 'application/xml')]).toEqual([2, 3, 0]);
+  });
 });

@@ -132,8 +132,9 @@ export const redisDeliveryState = (
           tx.hdel(key, ...new Set([first, ...keys.flatMap((k) => [`${first}|${k}`, `${first}#${k}`]), ...(loadedMarks.get(first) ?? [])]));
         }
         const replies = await tx.exec();
+        // Stryker disable next-line OptionalChaining: EXEC answers null only under WATCH, which this transaction does not use
         const failed = replies?.find(([err]) => err !== null);
-        // Stryker disable next-line ConditionalExpression,OptionalChaining,StringLiteral: EXEC answers null only under WATCH, which this transaction does not use
+        // Stryker disable next-line ConditionalExpression,OptionalChaining,StringLiteral: as above
         if (replies === null || failed !== undefined) throw failed?.[0] ?? new Error('XACK transaction aborted');
         // Stryker disable next-line ConditionalExpression,EqualityOperator: memory only
         if (first !== null) loadedMarks.delete(first);
