@@ -116,6 +116,15 @@ describe('a webhook\'s format (CONTRACT 4.7), what each renders, and what is kep
     expect(defaultBody(b)).toBe(renderBody(DATAPOINTS, b));
   });
 
+  it('prepared: the default body for the default format; a stored body as stored for any format; a body on its thread is a failure here', async () => {
+    const nd = hook({ type: 'ndjson' });
+    expect(await prepareBody({ type: 'datapoints' }, live())).toEqual({ kind: 'body', body: { bytes: Buffer.from(`{"datapoints":[${points.join(',')}]}`), contentType: 'application/json' }, skipped: 0 });
+    const stored = { ...live(), content: { kind: 'stored' as const, body: '{"datapoints":[{"a":1}]}', contentType: 'application/json' } };
+    expect(await prepareBody(nd, stored)).toEqual({ kind: 'body', body: { bytes: Buffer.from('{"datapoints":[{"a":1}]}'), contentType: 'application/json' }, skipped: 0 });
+    expect(Buffer.isBuffer(renderBody(nd, stored).bytes)).toBe(true);
+    expect(await prepareBody(nd, interrogationRequest('interrogation', '5-0', 1, 3))).toEqual({ kind: 'failed', error: expect.stringMatching(/interrogation thread/) });
+  });
+
   it('counts the points of a stored body: its datapoints, or its lines for NDJSON and text (a first empty line too)', () => {
     expect([storedPoints('{"datapoints":[1,2]}'), storedPoints('null'), storedPoints('{"datapoints":[1]}', 'text/plain')]).toEqual([2, 0, 1]);
     expect([storedPoints('\na\n', 'application/x-ndjson; charset=utf-8'), storedPoints('a\nb\nc\n', 'text/plain; charset=utf-8'), storedPoints('a\nb\n', 'application/xml')]).toEqual([2, 3, 0]);

@@ -35,9 +35,12 @@ export const formatOf = (w: Webhook): BodyFormat => {
   const f = w.format;
   if (f === undefined || f.type === 'datapoints') return DATAPOINTS;
   if (f.type === 'ndjson') return NDJSON;
+  // Stryker disable next-line StringLiteral: only line protocol reads the unit
   const precision = f.type === 'influx-line' ? influxPrecision(w.url, f, 'webhook') : E.right('ns' as const);
   // the configuration's decoding has refused a webhook whose precisions disagree
+  // Stryker disable next-line StringLiteral: unreachable (see above)
   const unit = E.isRight(precision) ? precision.right : 'ns';
+  // Stryker disable next-line EqualityOperator: any consistent order of the (distinct) setting names makes the same key
   const key = JSON.stringify([f.type, unit, ...Object.entries(f).sort(([a], [b]) => (a < b ? -1 : 1))]);
   let made = formats.get(key);
   if (made === undefined) {
@@ -91,10 +94,12 @@ const datapointsText = (content: Content, cause: Cause | undefined): string => {
 const renderDatapoints = (content: Content, cause: Cause | undefined, alloc: (length: number) => Buffer): Body => {
   switch (content.kind) {
     case 'text':
+      // Stryker disable next-line StringLiteral: 'utf8' is Buffer.from's default
       return { bytes: Buffer.from(`${START}${content.points}${ENDS[cause ?? 'live']}`, 'utf8'), contentType: JSON_CONTENT_TYPE };
     case 'bytes':
       return { bytes: datapointsOfBytes(content.points, cause, alloc), contentType: JSON_CONTENT_TYPE };
     case 'stored':
+      // Stryker disable next-line StringLiteral: 'utf8' is Buffer.from's default
       return { bytes: typeof content.body === 'string' ? Buffer.from(content.body, 'utf8') : content.body, contentType: content.contentType };
     case 'elsewhere':
       throw new Error('this request\'s body is on its interrogation thread: its run\'s sender sends it');
@@ -103,7 +108,7 @@ const renderDatapoints = (content: Content, cause: Cause | undefined, alloc: (le
 
 /** The points' JSON texts. */
 const pointTexts = (content: Content): string[] =>
-  // Stryker disable next-line ArrayDeclaration: a stored body is never split (prepare sends it as it is)
+  // Stryker disable next-line ArrayDeclaration,ConditionalExpression: a stored body is never split (prepare sends it as it is)
   content.kind === 'text' ? splitPoints(content.points) : content.kind === 'bytes' ? content.points.map((p) => Buffer.from(p).toString('utf8')) : [];
 
 /** What a batch comes to for one webhook: a body, nothing to send (every point left out, or JSONata's nothing), or a failure. */
@@ -113,6 +118,7 @@ export type Prepared =
   | { readonly kind: 'failed'; readonly error: string };
 
 const made = (text: string, contentType: string, skipped = 0): Prepared =>
+  // Stryker disable next-line StringLiteral: 'utf8' is Buffer.from's default
   text.length === 0 ? { kind: 'nothing', skipped } : { kind: 'body', body: { bytes: Buffer.from(text, 'utf8'), contentType }, skipped };
 
 const prepare = async (format: BodyFormat, batch: Batch, alloc: (length: number) => Buffer): Promise<Prepared> => {
@@ -200,6 +206,7 @@ export const renderedNow = (format: BodyFormat, batch: Batch, alloc?: (length: n
  */
 export const storedPoints = (body: string, contentType: string = JSON_CONTENT_TYPE): number => {
   try {
+    // Stryker disable next-line OptionalChaining: null's datapoints throw, and the catch counts 0 as well
     const points = (JSON.parse(body) as { datapoints?: unknown } | null)?.datapoints;
     if (Array.isArray(points)) return points.length;
   } catch {
