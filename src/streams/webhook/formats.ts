@@ -33,8 +33,8 @@ export const bodyFormatOf = (f: FormatSettings, precision: Precision): BodyForma
       const expression = jsonata(f.expression, { timeout: JSONATA_TIMEOUT_MS });
       let steps = 0;
       // evaluation is asynchronous step by step; every few thousand steps the others get a turn
-      // Stryker disable next-line ConditionalExpression,EqualityOperator,UpdateOperator: how often it yields (a test shows that it does)
       expression.assign(Symbol.for('jsonata.__evaluate_entry') as unknown as string, () =>
+        // Stryker disable next-line ConditionalExpression,EqualityOperator,UpdateOperator: how often it yields (a test shows that it does)
         ++steps % JSONATA_STEPS_PER_TURN === 0 ? new Promise<void>((resolve) => setImmediate(resolve)) : undefined);
       const output = f.output ?? 'json';
       return { type: 'jsonata', expression, output, contentType: f.contentType ?? (output === 'json' ? 'application/json' : NDJSON_CONTENT_TYPE) };
@@ -57,11 +57,12 @@ export const splitPoints = (joined: string): string[] => {
     if (inString) {
       if (c === 0x5c) i++; // `\`: the next character is escaped
       else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
+      continue;
+    }
+    if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) depth++;
     else if (c === 0x7d || c === 0x5d) depth--;
-    // Stryker disable next-line ConditionalExpression: between points (depth 0, outside strings) there is nothing but the comma
-    else if (c === 0x2c && depth === 0) {
+    if (c === 0x2c && depth === 0) {
       out.push(joined.slice(from, i));
       from = i + 1;
     }
