@@ -40,7 +40,14 @@ const listen = (port: number, i: number) => {
     req.on('end', () => {
       const now = Date.now();
       const s = stats[i]!;
-      const points = pointsOf(Buffer.concat(parts), req.headers);
+      let points: Seen[];
+      try {
+        points = pointsOf(Buffer.concat(parts), req.headers);
+      } catch (err) {
+        process.stderr.write(`receiver ${port}: ${req.method} ${req.url} ${JSON.stringify(req.headers)} ${Buffer.concat(parts).length} bytes: ${String(err)}\n`);
+        res.writeHead(400).end();
+        return;
+      }
       s.requests++;
       for (const p of points) {
         if (s.seqs.has(p.seq)) s.duplicates++;

@@ -282,7 +282,17 @@ export interface PushFigures {
   p99s: number[];
   /** CPU time (user + system) of the pushing process from the producer's start to the last receipt, per point produced. */
   cpuUsPerPoint: number;
+  /** Ours: what its `webhook_body_seconds_total` grew by over the same span, per point produced, by work (µs). */
+  bodyUsPerPoint?: Record<string, number>;
 }
+
+/** `webhook_body_seconds_total` of a connector, by work, in µs. */
+const bodyTimeOf = async (port: number): Promise<Record<string, number>> => {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^webhook_body_seconds_total\{work="([^"]+)"\} (\S+)$/gm)) out[m[1]!] = Number(m[2]) * 1e6;
+  return out;
+};
 
 /**
  * Webhooks of a push run: `filtered` gives webhook k of n the IOAs k·(10000/n) … (k+1)·(10000/n)−1
@@ -318,8 +328,9 @@ export const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number
   await nextMessage(receivers);
   const urls = ports.map((p) => `http://127.0.0.1:${p}/hook`);
   let server: ChildProcess;
+  let port = 0;
   if (who === 'ours') {
-    const port = await freePort();
+    port = await freePort();
     const webhooks = urls.map((url, k) => ({ url, ...(shape.filtered ? { filter: filterOf(k, shape.webhooks) } : {}), ...(shape.formats?.[k] ?? {}) }));
     await r.client.set('connectors:bench-push:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], webhooks }));
     server = startConnector('outbound', {
@@ -332,6 +343,7 @@ export const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number
     await nextMessage(server);
   }
   await sleep(300);
+  const bodyBefore = who === 'ours' ? await bodyTimeOf(port) : {};
   const cpuBefore = cpuMs(server.pid!);
   const producer = startScript('producer.js', [String(r.port), String(rate), String(SECONDS)], shape.traced === true ? { PRODUCER_TRACEPARENT: '1' } : {});
   const made = await nextMessage<{ produced: number; seconds: number }>(producer);
@@ -346,6 +358,7 @@ export const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number
     await sleep(100);
   }
   const cpuUsPerPoint = ((cpuMs(server.pid!) - cpuBefore) * 1000) / Math.max(1, made.produced);
+  const bodyAfter = who === 'ours' ? await bodyTimeOf(port) : undefined;
   await stop(server);
   await stop(receivers);
   const delivered = ports.map((p) => (live.includes(p) ? report[live.indexOf(p)]!.distinct / Math.max(1, want(live.indexOf(p))) : 0));
@@ -361,6 +374,7 @@ export const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number
     p99s: liveReports.map((x) => x.p99),
     throughput: Math.min(...liveReports.map((x) => x.distinct / Math.max(0.001, (x.last - x.first) / 1000 + 0.001))),
     cpuUsPerPoint,
+    ...(bodyAfter !== undefined ? { bodyUsPerPoint: Object.fromEntries(Object.entries(bodyAfter).map(([w, us]) => [w, (us - (bodyBefore[w] ?? 0)) / Math.max(1, made.produced)])) } : {}),
   };
 };
 

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { BODY_WORKS, bodyTimeSpent } from './bodyTime';
 import { WeightedHistogram } from './weightedHistogram';
 
 export interface MetricsIdentity {
@@ -29,6 +30,8 @@ export const makeMetrics = (who: MetricsIdentity) => {
   const outbound = { registers: who.kind === 'outbound' ? [registry] : [] };
   const info = new Gauge({ name: 'rest_connector_info', help: 'Connector identity: Id, kind and version (always 1)', labelNames: ['id', 'kind', 'version'] as const, ...r });
   info.set({ id: who.id, kind: who.kind, version: who.version }, 1);
+  /** What `bodyTime.ts` had counted at the last scrape (its counts are the process's; this registry adds what grew). */
+  const bodyTimeSeen = { ...bodyTimeSpent() };
   return {
     registry,
     httpRequests: new Counter({ name: 'http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'] as const, ...r }),
@@ -64,6 +67,17 @@ export const makeMetrics = (who: MetricsIdentity) => {
     redriven: new Counter({ name: 'webhook_redriven_total', help: 'Backlog batches re-sent, by outcome (delivered, failed)', labelNames: ['webhook', 'host', 'outcome'] as const, ...outbound }),
     pointsSkipped: new Counter({ name: 'webhook_points_skipped_total', help: 'Data points left out of a webhook\'s bodies, by reason (unformattable: its format cannot write them)', labelNames: ['webhook', 'host', 'reason'] as const, ...outbound }),
     renderFailures: new Counter({ name: 'webhook_render_failures_total', help: 'Batches that could not be rendered in a webhook\'s format (dead-lettered, refused)', labelNames: ['webhook', 'host'] as const, ...outbound }),
+    bodyTime: new Counter({
+      name: 'webhook_body_seconds_total', help: 'Time the main thread spent making webhook request bodies (holding its event loop), by work: datapoints, ndjson, influx-line, jsonata (rendering), gzip',
+      labelNames: ['work'] as const, ...outbound,
+      collect(this: Counter<'work'>) {
+        const now = bodyTimeSpent();
+        for (const work of BODY_WORKS) {
+          this.inc({ work }, (now[work] - bodyTimeSeen[work]) / 1e6);
+          bodyTimeSeen[work] = now[work];
+        }
+      },
+    }),
     deadLetterDropped: new Counter({ name: 'webhook_deadletter_dropped_total', help: 'Backlog batches (any reason) trimmed by Webhooks:DeadLetterMaxLength before they were delivered or replayed', labelNames: ['webhook', 'host'] as const, ...outbound }),
     groupLag: new Gauge({ name: 'stream_group_lag', help: 'Entries of process:updates not yet read by the consumer group', ...outbound }),
     groupPending: new Gauge({ name: 'stream_group_pending', help: 'Entries read but not yet acknowledged', ...outbound }),

@@ -1,5 +1,6 @@
 import * as E from 'fp-ts/Either';
 import { influxPrecision } from '../../config/formatSettings';
+import { addBodyTime, clockMicros, timedBody } from '../../telemetry/bodyTime';
 import type { Webhook } from '../../config/webhookSettings';
 import type { Batch, Cause, Content } from '../read/batches';
 import { bodyFormatOf, influxLines, jsonataText, LINE_CONTENT_TYPE, ndjsonLine, NDJSON_CONTENT_TYPE, splitPoints, type BodyFormat } from './formats';
@@ -122,25 +123,37 @@ const made = (text: string, contentType: string, skipped = 0): Prepared =>
   // Stryker disable next-line StringLiteral: 'utf8' is Buffer.from's default
   text.length === 0 ? { kind: 'nothing', skipped } : { kind: 'body', body: { bytes: Buffer.from(text, 'utf8'), contentType }, skipped };
 
+/** The default body of points (`renderDatapoints`), its time counted; a stored one is only sent again. */
+const datapointsOf = (content: Content, cause: Cause | undefined, alloc: (length: number) => Buffer): Body =>
+  content.kind === 'stored' ? renderDatapoints(content, cause, alloc) : timedBody('datapoints', () => renderDatapoints(content, cause, alloc));
+
 const prepare = async (format: BodyFormat, batch: Batch, alloc: (length: number) => Buffer): Promise<Prepared> => {
   const { content } = batch;
   // a stored body (a backlog entry's) goes as stored, whatever the format is now (CONTRACT 4.7)
   if (format.type === 'datapoints' || content.kind === 'stored' || content.kind === 'elsewhere') {
-    return { kind: 'body', body: renderDatapoints(content, batch.cause, alloc), skipped: 0 };
+    return { kind: 'body', body: datapointsOf(content, batch.cause, alloc), skipped: 0 };
   }
   switch (format.type) {
     case 'ndjson':
-      return made(pointTexts(content).map(ndjsonLine).join(''), NDJSON_CONTENT_TYPE);
-    case 'influx-line': {
-      // the points parsed in one piece: a native parse of the whole list is cheaper than splitting first
-      const points = JSON.parse(content.kind === 'text' ? `[${content.points}]` : `[${pointTexts(content).join(',')}]`) as Array<Record<string, unknown>>;
-      // an interrogation's points have no stream entry: no time for those without a timestamp
-      const { text, skipped } = influxLines(format, points, batch.cause === 'interrogation' || batch.cause === 'periodic' ? undefined : batch.ids);
-      return made(text, LINE_CONTENT_TYPE, skipped);
-    }
+      return timedBody('ndjson', () => made(pointTexts(content).map(ndjsonLine).join(''), NDJSON_CONTENT_TYPE));
+    case 'influx-line':
+      return timedBody('influx-line', () => {
+        // the points parsed in one piece: a native parse of the whole list is cheaper than splitting first
+        const points = JSON.parse(content.kind === 'text' ? `[${content.points}]` : `[${pointTexts(content).join(',')}]`) as Array<Record<string, unknown>>;
+        // an interrogation's points have no stream entry: no time for those without a timestamp
+        const { text, skipped } = influxLines(format, points, batch.cause === 'interrogation' || batch.cause === 'periodic' ? undefined : batch.ids);
+        return made(text, LINE_CONTENT_TYPE, skipped);
+      });
     case 'jsonata': {
-      const text = await jsonataText(format, JSON.parse(datapointsText(content, batch.cause)));
-      return text === undefined ? { kind: 'nothing', skipped: 0 } : made(text, format.contentType);
+      // its time from start to end, less what other work spent in the turns it gave up
+      const t0 = clockMicros();
+      const parked0 = format.parked.micros;
+      try {
+        const text = await jsonataText(format, JSON.parse(datapointsText(content, batch.cause)));
+        return text === undefined ? { kind: 'nothing', skipped: 0 } : made(text, format.contentType);
+      } finally {
+        addBodyTime('jsonata', clockMicros() - t0 - (format.parked.micros - parked0));
+      }
     }
   }
 };
@@ -177,7 +190,7 @@ export const renderBody = (format: BodyFormat, batch: Batch, alloc: (length: num
   const byBatch = cache(format);
   let known = byBatch.get(batch);
   if (known === undefined && (format.type === 'datapoints' || batch.content.kind === 'stored')) {
-    byBatch.set(batch, (known = { kind: 'body', body: renderDatapoints(batch.content, batch.cause, alloc), skipped: 0 }));
+    byBatch.set(batch, (known = { kind: 'body', body: datapointsOf(batch.content, batch.cause, alloc), skipped: 0 }));
   }
   if (known === undefined || known instanceof Promise) throw new Error(`the ${format.type} body of ${batch.webhookId} is not rendered yet`);
   if (known.kind !== 'body') throw new Error(`${batch.webhookId} has no ${format.type} body: ${known.kind === 'failed' ? known.error : 'nothing to send'}`);

@@ -12,6 +12,7 @@ import { oauth2Tokens } from './oauth2';
 import type { WebhookSubscription } from './subscription';
 import { formatOf, renderBody, type Body } from './body';
 import { safeUrl } from '../../config/urls';
+import { timedBody } from '../../telemetry/bodyTime';
 import type { DeliveryTrace, Tracing } from '../../telemetry/tracing';
 
 /**
@@ -43,7 +44,7 @@ const gzipped = new WeakMap<Buffer, Buffer>();
 export const payloadOf = (webhook: Webhook, body: Body): Buffer => {
   if (webhook.compression !== 'gzip') return body.bytes;
   let z = gzipped.get(body.bytes);
-  if (z === undefined) gzipped.set(body.bytes, (z = gzipSync(body.bytes)));
+  if (z === undefined) gzipped.set(body.bytes, (z = timedBody('gzip', () => gzipSync(body.bytes))));
   return z;
 };
 

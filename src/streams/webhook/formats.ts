@@ -1,5 +1,6 @@
 import jsonata from 'jsonata';
 import type { FormatSettings, Precision } from '../../config/formatSettings';
+import { clockMicros } from '../../telemetry/bodyTime';
 import { pointLine } from './lineProtocol';
 
 /**
@@ -11,7 +12,11 @@ export type BodyFormat =
   | { readonly type: 'datapoints' }
   | { readonly type: 'ndjson' }
   | { readonly type: 'influx-line'; readonly measurement: string; readonly precision: Precision }
-  | { readonly type: 'jsonata'; readonly expression: jsonata.Expression; readonly output: 'json' | 'ndjson'; readonly contentType: string };
+  | {
+    readonly type: 'jsonata'; readonly expression: jsonata.Expression; readonly output: 'json' | 'ndjson'; readonly contentType: string;
+    /** µs the main thread spent on other work while this expression's evaluations gave up their turn (`bodyTime.ts`). */
+    readonly parked: { micros: number };
+  };
 
 export const NDJSON_CONTENT_TYPE = 'application/x-ndjson';
 export const LINE_CONTENT_TYPE = 'text/plain; charset=utf-8';
@@ -32,12 +37,21 @@ export const bodyFormatOf = (f: FormatSettings, precision: Precision): BodyForma
     case 'jsonata': {
       const expression = jsonata(f.expression, { timeout: JSONATA_TIMEOUT_MS });
       let steps = 0;
+      const parked = { micros: 0 };
+      /** A turn for the others: what they spend meanwhile is not this expression's. */
+      const turn = () => new Promise<void>((resolve) => {
+        const t0 = clockMicros();
+        setImmediate(() => {
+          parked.micros += clockMicros() - t0;
+          resolve();
+        });
+      });
       // evaluation is asynchronous step by step; every few thousand steps the others get a turn
       expression.assign(Symbol.for('jsonata.__evaluate_entry') as unknown as string, () =>
         // Stryker disable next-line ConditionalExpression,EqualityOperator,UpdateOperator: how often it yields (a test shows that it does)
-        ++steps % JSONATA_STEPS_PER_TURN === 0 ? new Promise<void>((resolve) => setImmediate(resolve)) : undefined);
+        ++steps % JSONATA_STEPS_PER_TURN === 0 ? turn() : undefined);
       const output = f.output ?? 'json';
-      return { type: 'jsonata', expression, output, contentType: f.contentType ?? (output === 'json' ? 'application/json' : NDJSON_CONTENT_TYPE) };
+      return { type: 'jsonata', expression, output, contentType: f.contentType ?? (output === 'json' ? 'application/json' : NDJSON_CONTENT_TYPE), parked };
     }
   }
 };
