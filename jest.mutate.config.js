@@ -14,6 +14,7 @@ module.exports = {
     '**/streams.deliveryState.test.ts',
     '**/streams.marbles.test.ts',
     '**/streams.body.test.ts',
+    '**/streams.bodyTime.test.ts',
     '**/formats.unit.test.ts',
   ],
   // a mutant may not type-check: the tests run it as JavaScript (Stryker marks mutated files @ts-nocheck)

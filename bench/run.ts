@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- scenario …]`: every figure of ours next to a baseline measured in the same
- * run, as a ratio. Scenarios: inbound-10-mappings, inbound-wait-replicas, inbound-https, tracing, interrogation-1m, get-all-100k, get-one, get-all-1m, push-5-webhooks, push-cpu-per-point,
+ * run, as a ratio. Scenarios: inbound-10-mappings, inbound-arrays, inbound-wait-replicas, inbound-https, tracing, interrogation-1m, get-all-100k, get-one, get-all-1m, push-5-webhooks, push-cpu-per-point,
  * push-one-dead-webhook, push-outage-recovery, push-50-filtered. BENCH_SECONDS shortens the load phases (default 10).
  */
 import autocannon from 'autocannon';
@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { startRedisServer } from '../support/redisServer';
 import { benchMappingsConfig, benchPayload } from './fixtures';
 import { missingMessage, missingPrograms } from '../support/prerequisites';
+import { inboundArrays } from './inboundArrays';
 import { pushFormats } from './pushFormats';
 import {
   cpuMs, freePort, httpGet, memory, nextMessage, printTable, resetPeak, saveResult, SECONDS, sleep,
@@ -767,6 +768,7 @@ const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'inbound-10-mappings': inbound,
   'inbound-wait-replicas': inboundWaitReplicas,
   'inbound-https': inboundHttps,
+  'inbound-arrays': (r) => inboundArrays(r, { load: (o) => load(o as unknown as autocannon.Options), withConnector, withBaselineServer }),
   'get-all-100k': getAllOf(100_000, 'get-all-100k', { time: 1.3, growthMb: 60 }),
   'get-all-1m': getAllOf(1_000_000, 'get-all-1m', { time: 1.0, growthMb: 50 }),
   'get-one': getOne,

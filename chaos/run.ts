@@ -15,9 +15,10 @@
  * connector and a webhook, and a slow Redis (the proxy delays every chunk). Then the faults stop,
  * every receiver is healthy, and the run waits until they have every entry.
  *
- * The inbound side is checked too: no POST answered 200 whose three entries are not all in
- * process:updates (no acknowledged write lost), no POST with some but not all of its entries there
- * or keys holding values of two POSTs (no partial write), and every acknowledged POST's points at
+ * The inbound side is checked too (every fourth POST an array of five buffered readings, CONTRACT
+ * 5.5): no POST answered 200 whose entries are not all in process:updates (no acknowledged write
+ * lost), no POST with some but not all of its entries there — an array whole or not at all — or
+ * keys holding values of two POSTs (no partial write), and every acknowledged POST's points at
  * every receiver.
  *
  * Printed per receiver: produced, received, lost, raw duplicates, duplicates left after
@@ -76,6 +77,15 @@ const INBOUND_ID = 'chaos-in';
 /** The inbound connector's points: casdu 2, ioa 1..3, the POST's number as value. */
 const INBOUND_CASDU = 2;
 const INBOUND_IOAS = [1, 2, 3];
+/**
+ * Every fourth POST is an array of buffered readings (CONTRACT 5.5): ARRAY_ITEMS items, item j
+ * carrying the value k + j/8 (exact in binary), so that each reading is told apart and an array is
+ * seen whole or not at all.
+ */
+const ARRAY_ITEMS = 5;
+const isArrayPost = (k: number) => k % 4 === 3;
+/** The values POST k writes (each at every one of INBOUND_IOAS). */
+const valuesOf = (k: number): number[] => (isArrayPost(k) ? Array.from({ length: ARRAY_ITEMS }, (_, j) => k + j / 8) : [k]);
 const TIMEOUT_MS = 3000;
 const KILL_SLACK_MS = 2000;
 
@@ -456,7 +466,8 @@ let posting = true;
 
 const post = (n: number, agent: Agent): Promise<number> =>
   new Promise((resolve) => {
-    const body = JSON.stringify({ a: n, b: n, c: n });
+    const items = valuesOf(n).map((v) => ({ a: v, b: v, c: v }));
+    const body = JSON.stringify(isArrayPost(n) ? items : items[0]);
     const req = httpRequest(
       { host: '127.0.0.1', port: inboundPort, path: '/api/datapoints?topic=chaos', method: 'POST', agent, timeout: 10000, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } },
       (res) => {
@@ -470,7 +481,7 @@ const post = (n: number, agent: Agent): Promise<number> =>
     req.end(body);
   });
 
-/** POST_RATE requests a second, at most 4 at once; each body {a,b,c} = its number. */
+/** POST_RATE requests a second, at most 4 at once; each body {a,b,c} = its number, or every fourth an array of readings. */
 const postLoop = async (): Promise<void> => {
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
   const inFlight = new Set<Promise<void>>();
@@ -494,6 +505,9 @@ const acknowledged = (): number[] => [...posts].filter(([, status]) => status ==
 
 interface InboundRow {
   posts: number;
+  /** Of them, arrays of ARRAY_ITEMS readings; and those answered 200. */
+  arrays: number;
+  arrays200: number;
   answered200: number;
   answered503: number;
   noAnswer: number;
@@ -514,9 +528,10 @@ const checkInbound = async (): Promise<InboundRow> => {
         for (let i = 0; i + 1 < fields.length; i += 2) f.set(fields[i]!, fields[i + 1]!);
         if (f.get('source') !== INBOUND_ID) continue;
         const point = JSON.parse(f.get('data') ?? '{}') as { value?: number; ioa?: number };
-        const k = Number(point.value);
-        if (!seen.has(k)) seen.set(k, new Set());
-        seen.get(k)!.add(Number(point.ioa));
+        // by value: a reading of an array has its own
+        const v = Number(point.value);
+        if (!seen.has(v)) seen.set(v, new Set());
+        seen.get(v)!.add(Number(point.ioa));
       }
       if (page.length < 10000) break;
       start = `(${page[page.length - 1]![0]}`;
@@ -524,13 +539,18 @@ const checkInbound = async (): Promise<InboundRow> => {
     const keys = await c.mget(INBOUND_IOAS.map((ioa) => `process:image:casdu:${INBOUND_CASDU}:ioa:${ioa}`));
     const values = new Set(keys.map((v) => (v === null ? null : (JSON.parse(v) as { value: number }).value)));
     const statuses = [...posts.values()];
+    const whole = (v: number) => seen.get(v)?.size === INBOUND_IOAS.length;
+    const postsSeen = new Set([...seen.keys()].map(Math.floor));
     return {
       posts: posts.size,
+      arrays: [...posts.keys()].filter(isArrayPost).length,
+      arrays200: acknowledged().filter(isArrayPost).length,
       answered200: statuses.filter((x) => x === 200).length,
       answered503: statuses.filter((x) => x === 503).length,
       noAnswer: statuses.filter((x) => x === 0).length,
-      acknowledgedLost: acknowledged().filter((k) => seen.get(k)?.size !== INBOUND_IOAS.length).length,
-      partial: [...seen.values()].filter((ioas) => ioas.size !== INBOUND_IOAS.length).length,
+      acknowledgedLost: acknowledged().filter((k) => !valuesOf(k).every(whole)).length,
+      // a POST of which something is there, but not every point of every reading
+      partial: [...postsSeen].filter((k) => !valuesOf(k).every(whole)).length,
       keysOfTwoPosts: values.size > 1,
     };
   } finally {
@@ -538,9 +558,9 @@ const checkInbound = async (): Promise<InboundRow> => {
   }
 };
 
-/** Acknowledged POSTs whose three points a receiver has not received. */
+/** Acknowledged POSTs of which a receiver has not received every point (of every reading). */
 const inboundMissing = (r: Receiver): number =>
-  acknowledged().filter((k) => INBOUND_IOAS.some((ioa) => !r.inbound.has(`${k}:${ioa}`))).length;
+  acknowledged().filter((k) => valuesOf(k).some((v) => INBOUND_IOAS.some((ioa) => !r.inbound.has(`${v}:${ioa}`)))).length;
 
 // --- producer ----------------------------------------------------------------------------------
 

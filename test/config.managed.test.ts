@@ -78,9 +78,44 @@ describe('managed settings', () => {
     ['valuePath syntax', JSON.stringify({ mappings: [mapping(), mapping(), mapping(), mapping({ name: 'd', valuePath: 'a.b]' })] }).replace(/"name":"m"/g, () => `"name":"m${Math.random()}"`), /^mappings\[3\]\.valuePath: unexpected "\]" at 3$/],
     ['timestampPath syntax', JSON.stringify({ mappings: [mapping({ timestampPath: 'meta..ts' })] }), /^mappings\[0\]\.timestampPath: unexpected "\." at 5$/],
     ['name empty', JSON.stringify({ mappings: [mapping({ name: '' })] }), /^mappings\[0\]\.name: must be a non-empty string/],
+    // CONTRACT 5.5: selectors compiled with the paths, value maps and scales checked when the configuration is loaded
+    ['selector syntax', JSON.stringify({ mappings: [mapping({ valuePath: 'readings[name=].value' })] }), /^mappings\[0\]\.valuePath: unexpected "\]" at 14$/],
+    ['selector [-0]', JSON.stringify({ mappings: [mapping({ timestampPath: 'samples[-0].ts' })] }), /^mappings\[0\]\.timestampPath: \[-0\] at 8 selects nothing: \[-1\] is the last element$/],
+    ['valueMap not an object', JSON.stringify({ mappings: [mapping({ valueMap: ['RUN'] })] }), /^mappings\[0\]\.valueMap: must be an object from raw value text to the value used in its place, got \["RUN"\]$/],
+    ['valueMap value null', JSON.stringify({ mappings: [mapping({ valueMap: { RUN: true, X: null } })] }), /^mappings\[0\]\.valueMap: must map to numbers, booleans or strings; "X" maps to null$/],
+    ['valueMap value object', JSON.stringify({ mappings: [mapping({ valueMap: { RUN: { on: 1 } } })] }), /^mappings\[0\]\.valueMap: must map to numbers, booleans or strings; "RUN" maps to \{"on":1\}$/],
+    ['valueMap empty', JSON.stringify({ mappings: [mapping({ valueMap: {} })] }), /^mappings\[0\]\.valueMap: must have at least one entry$/],
+    ['scale not an object', JSON.stringify({ mappings: [mapping({ scale: 10 })] }), /^mappings\[0\]\.scale: must be an object \(a scale is/],
+    ['scale empty', JSON.stringify({ mappings: [mapping({ scale: {} })] }), /^mappings\[0\]\.scale: is empty: a scale is \{"factor", "offset"\} or \{"raw", "scaled", "clamp"\}$/],
+    ['scale both shapes', JSON.stringify({ mappings: [mapping({ scale: { factor: 2, raw: [0, 1], scaled: [0, 2] } })] }), /^mappings\[0\]\.scale: give factor and offset, or raw and scaled, not both/],
+    ['scale unknown field', JSON.stringify({ mappings: [mapping({ scale: { factor: 2, multiplier: 3 } })] }), /^mappings\[0\]\.scale: unknown field "multiplier"/],
+    ['scale factor', JSON.stringify({ mappings: [mapping({ scale: { factor: '2' } })] }), /^mappings\[0\]\.scale: factor must be a finite number, got "2"$/],
+    ['scale offset', JSON.stringify({ mappings: [mapping({ scale: { offset: null } })] }), /^mappings\[0\]\.scale: offset must be a finite number, got null$/],
+    ['scale raw', JSON.stringify({ mappings: [mapping({ scale: { raw: [0], scaled: [4, 20] } })] }), /^mappings\[0\]\.scale: raw must be two finite numbers \[from, to\], got \[0\]$/],
+    ['scale scaled missing', JSON.stringify({ mappings: [mapping({ scale: { raw: [0, 4095] } })] }), /^mappings\[0\]\.scale: scaled must be two finite numbers \[from, to\], got nothing$/],
+    ['scale clamp', JSON.stringify({ mappings: [mapping({ scale: { raw: [0, 1], scaled: [0, 2], clamp: 'yes' } })] }), /^mappings\[0\]\.scale: clamp must be true or false, got "yes"$/],
+    ['scale equal raw ends', JSON.stringify({ mappings: [mapping({ scale: { raw: [5, 5], scaled: [0, 2] } })] }), /^mappings\[0\]\.scale: raw's two ends are equal \(5\): there is no range to scale from$/],
+    ['scale on a boolean type', JSON.stringify({ mappings: [mapping({ type: 1, valueType: 'bool', scale: { factor: 2 } })] }), /^mappings\[0\]\.scale: only types 13 and 36 are scaled, this mapping's type is 1$/],
+    ['scale on type 32', JSON.stringify({ mappings: [mapping({ type: 32, valueType: 'int', scale: { factor: 2 } })] }), /^mappings\[0\]\.scale: only types 13 and 36 are scaled, this mapping's type is 32$/],
   ])('names the field: %s', (_what, text, pattern) => {
     const e = errors(text);
     expect(e.some((line) => pattern.test(line))).toBe(true);
+  });
+
+  it('decodes value maps (own keys, __proto__ left out) and scales with their defaults; they are part of the fingerprint', () => {
+    const s = settings({ mappings: [
+      mapping({ name: 'a', valueMap: JSON.parse('{"RUN":true,"STOP":false,"2":"on","__proto__":1}') as unknown, scale: { factor: 0.1 } }),
+      mapping({ name: 'b', scale: { raw: [0, 4095], scaled: [4, 20] } }),
+      mapping({ name: 'c', type: 13, scale: { offset: -40 } }),
+    ] });
+    expect([...s.mappings[0]!.valueMap!]).toEqual([['2', 'on'], ['RUN', true], ['STOP', false]]);
+    expect(s.mappings.map((m) => m.scale)).toEqual([{ factor: 0.1, offset: 0 }, { raw: [0, 4095], scaled: [4, 20], clamp: false }, { factor: 1, offset: -40 }]);
+    const base = { mappings: [mapping({ scale: { factor: 2 } })] };
+    const print = (u: unknown) => settingsFingerprint(settings(u), 'inbound');
+    expect(print(base)).toEqual(print(base));
+    expect(print(base)).not.toEqual(print({ mappings: [mapping({ scale: { factor: 3 } })] }));
+    expect(print(base)).not.toEqual(print({ mappings: [mapping({ scale: { factor: 2 }, valueMap: { a: 1 } })] }));
+    expect(print({ mappings: [mapping({ valueMap: { a: 1 } })] })).not.toEqual(print({ mappings: [mapping({ valueMap: { a: 2 } })] }));
   });
 
   it('reports duplicate mapping names within a topic, not across topics', () => {

@@ -105,11 +105,19 @@ describe('POST /api/datapoints: the checks of CONTRACT 5.1, in order', () => {
     expect(r.json()).toEqual({ code: 'invalid_json', message: expect.stringMatching(/^the body is not valid JSON/) });
   });
 
-  it.each([['an array', '[1]'], ['a string', '"x"'], ['null', 'null'], ['a number', '5']])('400 invalid_body for %s', async (_what, body) => {
+  // CONTRACT 5.5: an array of 1 to Http:MaxBatchItems objects is a body too; the message says what is wrong with one
+  const SHAPE = 'the body must be a JSON object or an array of 1 to 1000 objects';
+  it.each([
+    ['an array of a number', '[1]', `${SHAPE}: item 0 is not an object`],
+    ['an array with a later item no object', '[{},{},[],5]', `${SHAPE}: item 2 is not an object`],
+    ['an empty array', '[]', `${SHAPE}: the array is empty`],
+    ['too many items', `[${Array(1001).fill('{}').join(',')}]`, `${SHAPE}: the array has 1001 items, more than 1000 (Http:MaxBatchItems)`],
+    ['a string', '"x"', SHAPE], ['null', 'null', SHAPE], ['a number', '5', SHAPE],
+  ])('400 invalid_body for %s, before the topic lookup', async (_what, body, message) => {
     await start();
     const r = await postJson(url('?topic=nope'), body);
     expect(r.status).toBe(400);
-    expect(r.json()).toEqual({ code: 'invalid_body', message: 'the body must be a JSON object' });
+    expect(r.json()).toEqual({ code: 'invalid_body', message });
   });
 
   it('404 unknown_topic with the contract message', async () => {

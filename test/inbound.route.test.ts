@@ -48,7 +48,7 @@ const serve = async (script: Script, waitReplicas = false) => {
   const app = createApp({
     log, metrics, apiKeys: [], isConnected: () => true, isActive: () => true, openapi: () => ({}),
     dataRoutes: inboundRoutes({
-      connectorId: 'x', topics: byTopic(settings.right.mappings), maxBodyBytes: 1000, streamMaxLength: 100, store, log, metrics,
+      connectorId: 'x', topics: byTopic(settings.right.mappings), maxBodyBytes: 1000, maxBatchItems: 1000, streamMaxLength: 100, store, log, metrics,
       outOfMemory: { refused: (write, err) => void refused.push(`${write}: ${err}`), written: () => void refused.push('written') },
     }),
   });

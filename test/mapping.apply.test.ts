@@ -66,9 +66,9 @@ describe('applyMappings', () => {
     if (E.isLeft(r)) throw new Error('unexpected');
     const json = (ioa: number, value: number) => `{"casdu":1,"ioa":${ioa},"type":36,"value":${value},"timestamp":"2026-11-21T10:00:00.000Z","source":"src"}`;
     const xadd = (ioa: number, value: number) => ['xadd', 'process:updates', 'MAXLEN', '~', '5000', '*', 'casdu', '1', 'ioa', String(ioa), 'source', 'src', 'data', json(ioa, value)];
-    // a key written by two mappings: MSET keeps the later one's value, as two SETs in order would
+    // a key written by two mappings: MSET names it once (where it first comes) with the later one's value, as two SETs in order would leave it
     expect(writeCommands(r.right, 'src', 5000)).toEqual([
-      ['mset', 'process:image:casdu:1:ioa:7', json(7, 1), 'process:image:casdu:1:ioa:8', json(8, 2), 'process:image:casdu:1:ioa:7', json(7, 3)],
+      ['mset', 'process:image:casdu:1:ioa:7', json(7, 3), 'process:image:casdu:1:ioa:8', json(8, 2)],
       xadd(7, 1), xadd(8, 2), xadd(7, 3),
     ]);
     expect(writeCommands([], 'src', 5000)).toEqual([]);

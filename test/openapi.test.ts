@@ -66,8 +66,12 @@ describe.each(['outbound', 'inbound'] as const)('%s document', (kind) => {
   });
 });
 
-it('the inbound body is open, the outbound query parameters are integers with ranges, and the webhook POST is described', () => {
-  expect(docs.inbound.paths['/api/datapoints'].post.requestBody.content['application/json'].schema).toEqual({ type: 'object', additionalProperties: true });
+it('the inbound body is open (an object, or 1 to Http:MaxBatchItems of them), the outbound query parameters are integers with ranges, and the webhook POST is described', () => {
+  expect(docs.inbound.paths['/api/datapoints'].post.requestBody.content['application/json'].schema).toEqual({
+    oneOf: [{ type: 'object', additionalProperties: true }, { type: 'array', minItems: 1, maxItems: 1000, items: { type: 'object', additionalProperties: true } }],
+  });
+  expect(Object.keys(docs.inbound.components.schemas.InboundSuccess.properties)).toEqual(['topic', 'items', 'succeeded']);
+  expect(docs.inbound.components.schemas.InboundFailure.properties.failed.items.properties.item).toEqual(expect.objectContaining({ type: 'integer', minimum: 0 }));
   const params = docs.outbound.paths['/api/datapoints'].get.parameters as Array<{ name: string; schema: object }>;
   expect(params.map((p) => [p.name, p.schema])).toEqual([
     ['casdu', { type: 'integer', minimum: 0, maximum: 65535 }],
@@ -113,6 +117,9 @@ ${calls}
   if (some.error && 'code' in some.error) { const code: string = some.error.code; void code; }
   const posted = await inbound.POST('/api/datapoints', { params: { query: { topic: 'plant-a' } }, body: { sensors: { boiler: { temp: 21.5 } }, ts: '2026-11-21T10:15:00Z' } });
   const names: string[] | undefined = posted.data?.succeeded;
+  const many = await inbound.POST('/api/datapoints', { params: { query: { topic: 'plant-a' } }, body: [{ ts: '2026-11-21T10:15:00Z' }, { ts: '2026-11-21T10:16:00Z' }] });
+  const items: number | undefined = many.data?.items;
+  void items;
   const live = [await outbound.GET('/health/live'), await inbound.GET('/health/live')];
   const ready = [await outbound.GET('/health/ready'), await inbound.GET('/health/ready')];
   const metrics = [await outbound.GET('/metrics', { parseAs: 'text' }), await inbound.GET('/metrics', { parseAs: 'text' })];

@@ -306,4 +306,34 @@ describe('operator commands', () => {
     expect((await runCli(['mappings', 'test', cfg, '--topic', 'zz', file('p3.json', {})])).code).toBe(2);
     expect((await runCli(['mappings', 'test', cfg, '--topic', 't', file('p4.json', '[1]')])).code).toBe(2);
   });
+
+  it('CONTRACT 5.5: config validate names a bad selector, value map or scale; mappings test takes an array payload', async () => {
+    const devices = { mappings: [
+      { name: 'temp', topic: 'e', casdu: 5, ioa: 1, type: 36, valuePath: 'readings[name=temp].value', scale: { factor: 0.1 } },
+      { name: 'run', topic: 'e', casdu: 5, ioa: 2, type: 1, valuePath: 'state', valueType: 'bool', valueMap: { RUN: true, STOP: false } },
+    ] };
+    expect((await runCli(['config', 'validate', file('dev.json', devices)])).code).toBe(0);
+    const bad = await runCli(['config', 'validate', file('dev-bad.json', { mappings: [
+      { ...devices.mappings[0], valuePath: 'readings[name=temp.value' },
+      { ...devices.mappings[1], valueMap: { RUN: null }, scale: { factor: 2 } },
+    ] })]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('mappings[0].valuePath: unexpected end of path at 24');
+    expect(bad.stderr).toContain('mappings[1].valueMap: must map to numbers, booleans or strings; "RUN" maps to null');
+    const cfg = file('dev-ok.json', devices);
+    const reading = (t: number, state: string) => ({ state, readings: [{ name: 'hum', value: 1 }, { name: 'temp', value: t }] });
+    const ok = await runCli(['mappings', 'test', cfg, '--topic', 'e', file('arr.json', [reading(215, 'RUN'), reading(220, 'STOP')])], { Id: 'in-x' });
+    expect(ok.code).toBe(0);
+    const printed = JSON.parse(ok.stdout) as { topic: string; items: number; succeeded: string[]; datapoints: Array<{ ioa: number; value: unknown }> };
+    expect([printed.topic, printed.items, printed.succeeded]).toEqual(['e', 2, ['temp', 'run']]);
+    expect(printed.datapoints.map((p) => [p.ioa, p.value])).toEqual([[1, 21.5], [2, true], [1, 22], [2, false]]);
+    const failed = await runCli(['mappings', 'test', cfg, '--topic', 'e', file('arr-bad.json', [reading(215, 'RUN'), reading(220, 'FAULT')])]);
+    expect(failed.code).toBe(1);
+    expect(JSON.parse(failed.stdout)).toEqual({
+      topic: 'e', message: '1 of 4 mappings failed', items: 2,
+      failed: [{ signalId: 'run', error: `value "FAULT" at path 'state' is not in the value map`, item: 1 }], succeeded: [{ signalId: 'temp' }],
+    });
+    const empty = await runCli(['mappings', 'test', cfg, '--topic', 'e', file('arr-empty.json', [])]);
+    expect([empty.code, empty.stderr]).toEqual([2, expect.stringContaining('the payload must be a JSON object or an array of 1 to 1000 objects: the array is empty')]);
+  });
 });

@@ -1,7 +1,8 @@
 import * as E from 'fp-ts/Either';
-import { applyMappings } from '../mapping/apply';
+import { applyToPayload } from '../mapping/apply';
 import { byTopic } from '../mapping/commands';
-import { failureBody } from '../mapping/responses';
+import { DEFAULT_MAX_BATCH_ITEMS, itemCount, payloadOf } from '../mapping/payload';
+import { failureBody, okBody } from '../mapping/responses';
 import { onlySubcommand, readSettingsFile, readText, takeOption, usage, type Io, type Outcome } from './common';
 
 /** `rest-connector mappings test` (CONTRACT 5): a topic's mappings applied to a payload; nothing is written. */
@@ -23,15 +24,19 @@ export const mappingsCommand = async (args: string[], io: Io): Promise<Outcome> 
   } catch (err) {
     return { code: 2, message: `${payloadFile}: not valid JSON: ${(err as Error).message}` };
   }
-  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return { code: 2, message: `${payloadFile}: the payload must be a JSON object` };
+  // what the connector takes (CONTRACT 5.5): an object, or an array of 1 to Http:MaxBatchItems (its default) objects
+  const body = payloadOf(payload, DEFAULT_MAX_BATCH_ITEMS);
+  if (E.isLeft(body)) return { code: 2, message: `${payloadFile}: ${body.left.replace(/^the body/, 'the payload')}` };
   const mappings = byTopic(decoded.right.settings.mappings).get(topic);
   if (mappings === undefined) return { code: 2, message: `No mappings are configured for topic '${topic}'` };
   const source = process.env.Id ?? process.env.ID ?? 'mappings-test';
-  const result = applyMappings(mappings, payload, new Date().toISOString(), source);
+  const items = itemCount(body.right);
+  const result = applyToPayload(mappings, body.right, new Date().toISOString(), source);
   if (E.isLeft(result)) {
-    io.out(JSON.stringify(failureBody(topic, result.left), null, 2));
+    io.out(JSON.stringify(failureBody(topic, result.left, items), null, 2));
     return { code: 1 };
   }
-  io.out(JSON.stringify({ topic, succeeded: result.right.map((p) => p.mapping.name), datapoints: result.right.map((p) => p.point) }, null, 2));
+  // the data points in the order they would be appended
+  io.out(JSON.stringify({ ...okBody(topic, result.right, items), datapoints: result.right.map((p) => p.point) }, null, 2));
   return { code: 0 };
 };

@@ -4,7 +4,7 @@ import * as t from 'io-ts';
 import type { Mapping } from '../mapping/types';
 import { tooDeep } from '../mapping/render';
 import { describe, refine } from './codecs';
-import { duplicateNames, mappingFingerprint, MappingCodec, mappingWithDefaults } from './mappingSettings';
+import { mappingFingerprint, MappingCodec, mappingProblems, mappingWithDefaults } from './mappingSettings';
 import { formatErrors } from './report';
 import { webhookFingerprint, webhookForLog, webhookProblems, WebhookCodec, webhookWithDefaults, type Webhook } from './webhookSettings';
 
@@ -84,7 +84,7 @@ export const decodeManagedSettings = (u: unknown): E.Either<string[], ManagedSet
     E.mapLeft(formatErrors),
     E.map(withDefaults),
     E.chain((s) => {
-      const problems = [...duplicateNames(s.mappings), ...s.webhooks.flatMap(webhookProblems)];
+      const problems = [...mappingProblems(s.mappings), ...s.webhooks.flatMap(webhookProblems)];
       return problems.length > 0 ? E.left(problems) : E.right(s);
     }),
   );

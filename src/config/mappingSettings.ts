@@ -2,7 +2,7 @@ import * as E from 'fp-ts/Either';
 import { pipe } from 'fp-ts/function';
 import type * as t from 'io-ts';
 import { compilePath, type CompiledPath } from '../mapping/path';
-import { CASDU_MAX, IOA_MAX, TYPE_CODES, VALUE_TYPES, type Mapping, type TypeCode, type ValueType } from '../mapping/types';
+import { CASDU_MAX, IOA_MAX, SCALED_TYPES, TYPE_CODES, VALUE_TYPES, type MappedValue, type Mapping, type Scale, type TypeCode, type ValueType } from '../mapping/types';
 import { describe, intIn, nonEmptyString, objectOf, optional, refine } from './codecs';
 
 /**
@@ -27,6 +27,45 @@ const path = refine<CompiledPath>('path', (u) =>
     ? E.left(`must be a path string, got ${describe(u)}`)
     : pipe(compilePath(u), E.mapLeft((e) => e.message)),
 );
+
+const isRecord = (u: unknown): u is Record<string, unknown> => u !== null && typeof u === 'object' && !Array.isArray(u);
+
+/** CONTRACT 5.5: raw value text → a number, boolean or string; `__proto__` is never a key that matches (left out). */
+const valueMap = refine<ReadonlyMap<string, MappedValue>>('value map', (u) => {
+  if (!isRecord(u)) return E.left(`must be an object from raw value text to the value used in its place, got ${describe(u)}`);
+  const map = new Map<string, MappedValue>();
+  for (const [k, v] of Object.entries(u)) {
+    if (!(typeof v === 'boolean' || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v)))) {
+      return E.left(`must map to numbers, booleans or strings; ${JSON.stringify(k)} maps to ${describe(v)}`);
+    }
+    if (k !== '__proto__') map.set(k, v);
+  }
+  return map.size > 0 ? E.right(map) : E.left('must have at least one entry');
+});
+
+const SCALE_SHAPES = 'a scale is {"factor", "offset"} or {"raw", "scaled", "clamp"}';
+const finite = (u: unknown): u is number => typeof u === 'number' && Number.isFinite(u);
+const pair = (u: unknown): u is [number, number] => Array.isArray(u) && u.length === 2 && finite(u[0]) && finite(u[1]);
+
+/** CONTRACT 5.5: `{factor, offset}` (defaults 1 and 0), or `{raw, scaled, clamp}` with two different raw ends. */
+const scale = refine<Scale>('scale', (u) => {
+  if (!isRecord(u)) return E.left(`must be an object (${SCALE_SHAPES}), got ${describe(u)}`);
+  const keys = Object.keys(u);
+  const linear = keys.some((k) => k === 'factor' || k === 'offset');
+  const range = keys.some((k) => k === 'raw' || k === 'scaled' || k === 'clamp');
+  const unknown = keys.find((k) => !['factor', 'offset', 'raw', 'scaled', 'clamp'].includes(k));
+  if (unknown !== undefined) return E.left(`unknown field ${JSON.stringify(unknown)}: ${SCALE_SHAPES}`);
+  if (linear === range) return E.left(linear ? `give factor and offset, or raw and scaled, not both: ${SCALE_SHAPES}` : `is empty: ${SCALE_SHAPES}`);
+  if (linear) {
+    for (const k of ['factor', 'offset'] as const) if (u[k] !== undefined && !finite(u[k])) return E.left(`${k} must be a finite number, got ${describe(u[k])}`);
+    return E.right({ factor: (u.factor as number | undefined) ?? 1, offset: (u.offset as number | undefined) ?? 0 });
+  }
+  for (const k of ['raw', 'scaled'] as const) if (!pair(u[k])) return E.left(`${k} must be two finite numbers [from, to], got ${describe(u[k])}`);
+  if (u.clamp !== undefined && typeof u.clamp !== 'boolean') return E.left(`clamp must be true or false, got ${describe(u.clamp)}`);
+  const raw = u.raw as [number, number];
+  if (raw[0] === raw[1]) return E.left(`raw's two ends are equal (${raw[0]}): there is no range to scale from`);
+  return E.right({ raw, scaled: u.scaled as [number, number], clamp: u.clamp === true });
+});
 
 interface MappingField<A> {
   readonly codec: t.Type<A, unknown, unknown>;
@@ -55,6 +94,16 @@ export const MAPPING_FIELDS = {
     merge: (timestampPath) => (timestampPath === undefined ? {} : { timestampPath }),
     fingerprint: (m) => [m.timestampPath?.source ?? null],
   }),
+  valueMap: field({
+    codec: optional(valueMap),
+    merge: (v) => (v === undefined ? {} : { valueMap: v }),
+    fingerprint: (m) => [m.valueMap === undefined ? null : JSON.stringify([...m.valueMap])],
+  }),
+  scale: field({
+    codec: optional(scale),
+    merge: (v) => (v === undefined ? {} : { scale: v }),
+    fingerprint: (m) => [m.scale === undefined ? null : JSON.stringify(m.scale)],
+  }),
 };
 
 const FIELD_LIST = Object.entries(MAPPING_FIELDS) as Array<[string, MappingField<unknown>]>;
@@ -66,6 +115,13 @@ export const mappingWithDefaults = (stored: Readonly<Record<string, unknown>>): 
   Object.assign({}, ...FIELD_LIST.map(([k, f]) => f.merge(stored[k]))) as Mapping;
 
 export const mappingFingerprint = (m: Mapping): unknown[] => FIELD_LIST.flatMap(([, f]) => f.fingerprint(m));
+
+/** What no field's codec can see alone: names shared within a topic, a scale on a type that is no number (CONTRACT 5.5). */
+export const mappingProblems = (mappings: readonly Mapping[]): string[] => [
+  ...duplicateNames(mappings),
+  ...mappings.flatMap((m, i) =>
+    m.scale !== undefined && !SCALED_TYPES.includes(m.type) ? [`mappings[${i}].scale: only types 13 and 36 are scaled, this mapping's type is ${m.type}`] : []),
+];
 
 /** Two mappings of one topic may not share a name: each problem names the later one and where the first is. */
 export const duplicateNames = (mappings: readonly Mapping[]): string[] => {

@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_BATCH_ITEMS } from '../mapping/payload';
 import * as E from 'fp-ts/Either';
 
 /**
@@ -152,6 +153,8 @@ const STARTUP = {
   },
   http: {
     maxBodyBytes: param('Http:MaxBodyBytes', positiveInt, 1048576),
+    /** CONTRACT 5.5: the most objects an array body may hold. */
+    maxBatchItems: param('Http:MaxBatchItems', positiveInt, DEFAULT_MAX_BATCH_ITEMS),
     /** CONTRACT 6.5: connection and memory budgets. */
     maxConnections: param('Http:MaxConnections', positiveInt, 1024),
     headersTimeoutMilliseconds: param('Http:HeadersTimeoutMilliseconds', millis, 10000),

@@ -1,14 +1,19 @@
 import * as A from 'fp-ts/Array';
 import * as E from 'fp-ts/Either';
 import { pipe } from 'fp-ts/function';
-import { convertTo, readAs } from './convert';
-import { lookup } from './path';
+import { convertTo, numberOf, readAs, show, SHOWN_MAX } from './convert';
+import { lookup, valueText } from './path';
+import { scaled } from './scale';
 import { readTimestamp } from './timestamp';
-import type { DataPoint, Mapping } from './types';
+import type { Payload } from './payload';
+import type { DataPoint, Mapping, MappedValue, Scale, TypeCode } from './types';
+import { WrittenNumber } from './writtenNumbers';
 
 export interface MappingFailure {
   readonly mapping: Mapping;
   readonly error: string;
+  /** The item of an array body it failed on (CONTRACT 5.5); absent for an object body. */
+  readonly item?: number;
 }
 
 export interface MappedPoint {
@@ -18,7 +23,7 @@ export interface MappedPoint {
   readonly json: string;
 }
 
-/** Every failure, and the names that did succeed (the 422 body lists both). */
+/** Every failure, and the mappings that did succeed (on every item of an array): the 422 body lists both. */
 export interface MappingFailures {
   readonly failed: readonly MappingFailure[];
   readonly succeeded: readonly Mapping[];
@@ -29,10 +34,35 @@ const readValue = (m: Mapping, body: unknown): E.Either<string, boolean | number
   const found = lookup(m.valuePath, body);
   if (!found.found) return E.left(`value not found at path '${path}'`);
   if (found.value === null) return E.left(`value at path '${path}' is null`);
+  const raw = m.valueMap === undefined ? E.right(found.value) : mapped(m.valueMap, found.value, path);
+  if (E.isLeft(raw)) return raw;
+  const { scale } = m;
   return pipe(
-    readAs(m.valueType, found.value, path),
-    E.chain((v) => convertTo(m.type, v, path)),
+    readAs(m.valueType, raw.right, path),
+    E.chain((v) => (scale === undefined ? convertTo(m.type, v, path) : scaleThenConvert(m.type, scale, v, path))),
   );
+};
+
+/** CONTRACT 5.5: the raw value's text looked up in the value map (own keys only: it is a Map). */
+const mapped = (map: ReadonlyMap<string, MappedValue>, raw: unknown, path: string): E.Either<string, MappedValue> => {
+  const text = valueText(raw);
+  const found = text === undefined ? undefined : map.get(text);
+  return found !== undefined ? E.right(found) : E.left(`value "${mapText(raw, text)}" at path '${path}' is not in the value map`);
+};
+
+/** The raw value's text as an error shows it: as it is, cut like every value shown (CONTRACT 6.5); what has no text, as JSON. */
+const mapText = (raw: unknown, text: string | undefined): string => {
+  const shown = text ?? (raw instanceof WrittenNumber ? raw.literal : show(raw));
+  return shown.length > SHOWN_MAX ? `${shown.slice(0, SHOWN_MAX - 3)}...` : shown;
+};
+
+/** CONTRACT 5.5: scaled after the value is read, before the type's conversion; a result that is not finite fails. */
+const scaleThenConvert = (type: TypeCode, scale: Scale, v: unknown, path: string): E.Either<string, boolean | number> => {
+  const n = numberOf(v);
+  // what is no number fails the type's conversion, with its text
+  if (n === undefined) return convertTo(type, v, path);
+  const y = scaled(scale, n);
+  return Number.isFinite(y) ? convertTo(type, y, path) : E.left(`value ${show(v)} at path '${path}' scales to a number that is not finite`);
 };
 
 /** Timestamps read so far in one request, by path: mappings of a topic often share one. */
@@ -83,4 +113,35 @@ export const applyMappings = (
   const cache: TimeCache = new Map();
   const { left: failed, right: points } = A.separate(mappings.map((m) => applyMapping(m, body, receivedAt, source, cache)));
   return failed.length === 0 ? E.right(points) : E.left({ failed, succeeded: points.map((p) => p.mapping) });
+};
+
+/**
+ * CONTRACT 5.5: every mapping applied to every item of an array body (never stopping at the first
+ * failure): every data point, items in order and mappings in order within an item; or every
+ * failure, in the same order, with the mappings that succeeded on every item. One object is
+ * `applyMappings`.
+ */
+export const applyToPayload = (
+  mappings: readonly Mapping[],
+  payload: Payload,
+  receivedAt: string,
+  source: string,
+): E.Either<MappingFailures, readonly MappedPoint[]> => {
+  if (payload.kind === 'object') return applyMappings(mappings, payload.value, receivedAt, source);
+  const points: MappedPoint[] = [];
+  const failed: MappingFailure[] = [];
+  const failing = new Set<Mapping>();
+  payload.items.forEach((item, i) => {
+    // each item has its own timestamps
+    const cache: TimeCache = new Map();
+    for (const m of mappings) {
+      const r = applyMapping(m, item, receivedAt, source, cache);
+      if (E.isRight(r)) points.push(r.right);
+      else {
+        failed.push({ ...r.left, item: i });
+        failing.add(m);
+      }
+    }
+  });
+  return failed.length === 0 ? E.right(points) : E.left({ failed, succeeded: mappings.filter((m) => !failing.has(m)) });
 };

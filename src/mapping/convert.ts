@@ -6,7 +6,10 @@ import type { TypeCode, ValueType } from './types';
  * How a value is shown in an error text: JSON, cut short so one error cannot flood the error
  * stream, depth-limited so that no payload can make it throw (CONTRACT 6.5).
  */
-export const show = (u: unknown): string => renderValue(u, 80);
+export const show = (u: unknown): string => renderValue(u, SHOWN_MAX);
+
+/** How many characters of a value an error text shows at most. */
+export const SHOWN_MAX = 80;
 
 const DECIMAL = /^\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*$/;
 const INTEGER = /^\s*[+-]?[0-9]+\s*$/;
@@ -37,6 +40,9 @@ const booleanOf = (u: unknown): boolean | undefined => {
   if (typeof u === 'string') return BOOL_STRINGS[u.trim().toLowerCase()];
   return undefined;
 };
+
+/** A number, or a string in decimal notation that is one (5.4's `float`); else undefined. */
+export const numberOf = (u: unknown): number | undefined => decimalNumber(u);
 
 const ARTICLE: Record<ValueType, string> = { float: 'a float', int: 'an int', bool: 'a bool', string: 'a string' };
 

@@ -15,7 +15,22 @@ export interface Mapping {
   readonly valuePath: CompiledPath;
   readonly valueType: ValueType;
   readonly timestampPath?: CompiledPath;
+  /** CONTRACT 5.5: raw value text → the value used in its place (own keys only, in a map). */
+  readonly valueMap?: ReadonlyMap<string, MappedValue>;
+  /** CONTRACT 5.5: linear scaling (types 13 and 36). */
+  readonly scale?: Scale;
 }
+
+/** What a value map gives in place of a raw value. */
+export type MappedValue = number | boolean | string;
+
+/** CONTRACT 5.5: `v × factor + offset`, or the raw range onto the scaled one, limited to it with `clamp`. */
+export type Scale =
+  | { readonly factor: number; readonly offset: number }
+  | { readonly raw: readonly [number, number]; readonly scaled: readonly [number, number]; readonly clamp: boolean };
+
+/** The type codes whose values may be scaled: the numbers. */
+export const SCALED_TYPES: readonly TypeCode[] = [13, 36];
 
 /** CONTRACT 3: the data point object as written to the process image and the stream. */
 export interface DataPoint {

@@ -45,6 +45,7 @@ export const buildInbound = (ctx: ConnectorContext): ConnectorParts => {
       connectorId: ctx.startup.id,
       topics: byTopic(ctx.settings.mappings),
       maxBodyBytes: ctx.startup.http.maxBodyBytes,
+      maxBatchItems: ctx.startup.http.maxBatchItems,
       bodyBudget: makeBodyBudget(ctx.startup.http.maxBodyBytesInFlight),
       streamMaxLength: d.streamMaxLength,
       store: redisInboundStore({
@@ -56,7 +57,7 @@ export const buildInbound = (ctx: ConnectorContext): ConnectorParts => {
       idempotencyLockMs: 2 * d.commandTimeoutMilliseconds,
       outOfMemory: ctx.outOfMemory,
     }),
-    openapi: inboundOpenApi,
+    openapi: inboundOpenApi(ctx.startup.http.maxBatchItems),
     ...(writers.length > 0 ? { start: () => ({ stop: async () => void (await Promise.all(writers.map((w) => w.close()))) }) } : {}),
   };
 };

@@ -17,7 +17,7 @@ export type InboundError =
   /** The client went away before its body was read: nothing to answer. */
   | { readonly tag: 'body_aborted' }
   | { readonly tag: 'invalid_json'; readonly message: string }
-  | { readonly tag: 'invalid_body' }
+  | { readonly tag: 'invalid_body'; readonly message: string }
   | { readonly tag: 'unknown_topic'; readonly topic: string }
   | { readonly tag: 'invalid_idempotency_key' }
   | { readonly tag: 'idempotency_key_reused' }
@@ -76,7 +76,7 @@ export const answerOf = (e: InboundError): Answer => {
     case 'invalid_json':
       return { kind: 'error', status: 400, code: 'invalid_json', message: `the body is not valid JSON: ${e.message}` };
     case 'invalid_body':
-      return { kind: 'error', status: 400, code: 'invalid_body', message: 'the body must be a JSON object' };
+      return { kind: 'error', status: 400, code: 'invalid_body', message: e.message };
     case 'unknown_topic':
       return { kind: 'error', status: 404, code: 'unknown_topic', message: `No mappings are configured for topic '${e.topic}'` };
     case 'invalid_idempotency_key':

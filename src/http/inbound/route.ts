@@ -1,10 +1,11 @@
 import * as E from 'fp-ts/Either';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { applyMappings } from '../../mapping/apply';
+import { applyToPayload } from '../../mapping/apply';
 import { errorCommands, writeCommands, type Command } from '../../mapping/commands';
 import { idempotencyKey } from '../../mapping/keys';
 import { failureBody, okBody } from '../../mapping/responses';
+import { itemCount, payloadOf, type Payload } from '../../mapping/payload';
 import type { Mapping } from '../../mapping/types';
 import { parseJsonBody } from '../../mapping/writtenNumbers';
 import type { DataRoute, RequestContext } from '../app/app';
@@ -21,6 +22,8 @@ export interface InboundDeps {
   readonly connectorId: string;
   readonly topics: ReadonlyMap<string, readonly Mapping[]>;
   readonly maxBodyBytes: number;
+  /** CONTRACT 5.5: the most objects an array body may hold (`Http:MaxBatchItems`). */
+  readonly maxBatchItems: number;
   /** Shared by every request of the connector (`Http:MaxBodyBytesInFlight`). */
   readonly bodyBudget?: BodyBudget;
   readonly streamMaxLength: number;
@@ -39,7 +42,8 @@ export interface InboundDeps {
 interface Decoded {
   readonly topic: string;
   readonly mappings: readonly Mapping[];
-  readonly json: object;
+  /** One object, or an array of them (CONTRACT 5.5). */
+  readonly payload: Payload;
   /** The key and the hash of topic and body, when the request carries an `Idempotency-Key`. */
   readonly idem?: { readonly key: string; readonly hash: string };
 }
@@ -57,9 +61,9 @@ export const decodeHead = (url: string, headers: IncomingMessage['headers']): E.
   return E.right(topic);
 };
 
-/** The rest of the table, once the body is read: JSON, an object, a known topic, a valid key. Pure. */
+/** The rest of the table, once the body is read: JSON, an object or an array of them, a known topic, a valid key. Pure. */
 export const decodeRest = (
-  d: Pick<InboundDeps, 'connectorId' | 'topics'>, topic: string, body: { text: string; bytes: Buffer }, keyHeader: string | string[] | undefined,
+  d: Pick<InboundDeps, 'connectorId' | 'topics' | 'maxBatchItems'>, topic: string, body: { text: string; bytes: Buffer }, keyHeader: string | string[] | undefined,
 ): E.Either<InboundError, Decoded> => {
   let json: unknown;
   try {
@@ -67,12 +71,13 @@ export const decodeRest = (
   } catch (err) {
     return E.left({ tag: 'invalid_json', message: (err as Error).message });
   }
-  if (json === null || typeof json !== 'object' || Array.isArray(json)) return E.left({ tag: 'invalid_body' });
+  const payload = payloadOf(json, d.maxBatchItems);
+  if (E.isLeft(payload)) return E.left({ tag: 'invalid_body', message: payload.left });
   const mappings = d.topics.get(topic);
   if (mappings === undefined) return E.left({ tag: 'unknown_topic', topic });
-  if (keyHeader === undefined) return E.right({ topic, mappings, json });
+  if (keyHeader === undefined) return E.right({ topic, mappings, payload: payload.right });
   if (!validIdempotencyKey(keyHeader)) return E.left({ tag: 'invalid_idempotency_key' });
-  return E.right({ topic, mappings, json, idem: { key: idempotencyKey(d.connectorId, keyHeader), hash: requestHash(topic, body.bytes) } });
+  return E.right({ topic, mappings, payload: payload.right, idem: { key: idempotencyKey(d.connectorId, keyHeader), hash: requestHash(topic, body.bytes) } });
 };
 
 type Written = {
@@ -80,7 +85,7 @@ type Written = {
   readonly body: string;
   readonly replayed?: true;
   /** A 422's log line: the topic, how many failed, the first 20 (a topic may have thousands of mappings). */
-  readonly rejected?: { readonly topic: string; readonly failedCount: number; readonly failed: ReadonlyArray<{ signalId: string; error: string }> };
+  readonly rejected?: { readonly topic: string; readonly failedCount: number; readonly failed: ReadonlyArray<{ signalId: string; error: string; item?: number }> };
 };
 
 /**
@@ -166,12 +171,13 @@ interface Plan {
 }
 
 const planWrites = (d: InboundDeps, r: Decoded, receivedAt: string, trace: RequestTrace | undefined): Plan => {
-  const result = applyMappings(r.mappings, r.json, receivedAt, d.connectorId);
+  const result = applyToPayload(r.mappings, r.payload, receivedAt, d.connectorId);
+  const items = itemCount(r.payload);
   const stored = (status: number, text: string): Command[] =>
     r.idem === undefined ? [] : [doneCommand(r.idem.key, r.idem.hash, status, text, d.idempotencyTtlSeconds ?? 86400)];
   if (E.isRight(result)) {
     d.metrics.mappingOutcomes.inc({ topic: r.topic, outcome: 'succeeded' }, result.right.length);
-    const answer = JSON.stringify(okBody(r.topic, result.right));
+    const answer = JSON.stringify(okBody(r.topic, result.right, items));
     // CONTRACT 9: the producer span's context goes into every entry of the write
     const producer = trace !== undefined && result.right.length > 0 ? trace.producer(result.right.length) : undefined;
     const commands = [...writeCommands(result.right, d.connectorId, d.streamMaxLength, producer?.traceparent), ...stored(200, answer)];
@@ -180,8 +186,11 @@ const planWrites = (d: InboundDeps, r: Decoded, receivedAt: string, trace: Reque
   const failures = result.left;
   d.metrics.mappingOutcomes.inc({ topic: r.topic, outcome: 'failed' }, failures.failed.length);
   if (failures.succeeded.length > 0) d.metrics.mappingOutcomes.inc({ topic: r.topic, outcome: 'succeeded' }, failures.succeeded.length);
-  const rejected = { topic: r.topic, failedCount: failures.failed.length, failed: failures.failed.slice(0, 20).map((f) => ({ signalId: f.mapping.name, error: f.error })) };
-  const answer = JSON.stringify(failureBody(r.topic, failures));
+  const rejected = {
+    topic: r.topic, failedCount: failures.failed.length,
+    failed: failures.failed.slice(0, 20).map((f) => ({ signalId: f.mapping.name, error: f.error, ...(f.item !== undefined ? { item: f.item } : {}) })),
+  };
+  const answer = JSON.stringify(failureBody(r.topic, failures, items));
   return { status: 422, points: 0, answer, rejected, commands: [...errorCommands(d.connectorId, r.topic, failures), ...stored(422, answer)] };
 };
 

@@ -1,12 +1,12 @@
 import { jsonError, problem, type OpenApiPart } from './document';
 
-/** The inbound connector's part of its OpenAPI document: POST /api/datapoints. */
-export const inboundOpenApi: OpenApiPart = {
+/** The inbound connector's part of its OpenAPI document: POST /api/datapoints (an array body of at most `maxBatchItems` objects). */
+export const inboundOpenApi = (maxBatchItems: number): OpenApiPart => ({
   paths: {
     '/api/datapoints': {
       post: {
         operationId: 'postDataPoints',
-        summary: "Apply the topic's mappings to a JSON object and write the data points, all or nothing",
+        summary: "Apply the topic's mappings to a JSON object, or to each of an array of them, and write the data points, all or nothing",
         parameters: [
           { name: 'topic', in: 'query', required: true, schema: { type: 'string', minLength: 1 }, description: 'the mapping group applied to the payload' },
           {
@@ -20,8 +20,12 @@ export const inboundOpenApi: OpenApiPart = {
         ],
         requestBody: {
           required: true,
-          description: 'any JSON object; the topic\'s mappings read their values from it by path',
-          content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
+          description: `any JSON object, the topic's mappings reading their values from it by path; or an array of 1 to ${maxBatchItems} (Http:MaxBatchItems) objects — buffered readings, many devices — every mapping applied to each item, the image ending on the last item's values and process:updates getting every item's entries in order`,
+          content: {
+            'application/json': {
+              schema: { oneOf: [{ type: 'object', additionalProperties: true }, { type: 'array', minItems: 1, maxItems: maxBatchItems, items: { type: 'object', additionalProperties: true } }] },
+            },
+          },
         },
         responses: {
           '200': { description: 'every mapping succeeded and the data points were written', content: { 'application/json': { schema: { $ref: '#/components/schemas/InboundSuccess' } } } },
@@ -40,16 +44,30 @@ export const inboundOpenApi: OpenApiPart = {
   schemas: {
     InboundSuccess: {
       type: 'object', required: ['topic', 'succeeded'],
-      properties: { topic: { type: 'string' }, succeeded: { type: 'array', items: { type: 'string' } } },
+      properties: {
+        topic: { type: 'string' },
+        items: { type: 'integer', minimum: 1, description: 'an array body\'s length (absent for an object body)' },
+        succeeded: { type: 'array', items: { type: 'string' }, description: 'the mappings\' names (each once for an array body)' },
+      },
     },
     InboundFailure: {
       type: 'object', required: ['topic', 'message', 'failed', 'succeeded'],
       properties: {
         topic: { type: 'string' },
-        message: { type: 'string', examples: ['1 of 3 mappings failed'] },
-        failed: { type: 'array', items: { type: 'object', required: ['signalId', 'error'], properties: { signalId: { type: 'string' }, error: { type: 'string' } } } },
-        succeeded: { type: 'array', items: { type: 'object', required: ['signalId'], properties: { signalId: { type: 'string' } } } },
+        message: { type: 'string', examples: ['1 of 3 mappings failed'], description: 'K of M: M is the items times the topic\'s mappings for an array body' },
+        items: { type: 'integer', minimum: 1, description: 'an array body\'s length (absent for an object body)' },
+        failed: {
+          type: 'array', description: 'in item order, and mapping order within an item',
+          items: {
+            type: 'object', required: ['signalId', 'error'],
+            properties: { signalId: { type: 'string' }, error: { type: 'string' }, item: { type: 'integer', minimum: 0, description: 'the index of the array body\'s item it failed on' } },
+          },
+        },
+        succeeded: {
+          type: 'array', description: 'the mappings that succeeded (on every item of an array body)',
+          items: { type: 'object', required: ['signalId'], properties: { signalId: { type: 'string' } } },
+        },
       },
     },
   },
-};
+});

@@ -1,0 +1,119 @@
+import { buildInbound } from '../src/runtime/inbound';
+import { startInProcess, type InProcess } from './helpers/inProcess';
+import { postJson } from './helpers/http';
+import { TestRedis } from './helpers/redis';
+import type { Redis } from 'ioredis';
+
+/**
+ * CONTRACT 5.5 against a private Redis: what devices really send — readings selected by name, value
+ * maps, scaling, and many readings in one request, written all or nothing in ONE MULTI (counted
+ * with MONITOR), the stream getting every item's entries in order and the image the latest.
+ */
+const MAPPINGS = [
+  { name: 'temp', topic: 'edge', casdu: 5, ioa: 1, type: 36, valuePath: 'readings[name=temp].value', timestampPath: 'ts', scale: { factor: 0.1, offset: 0 } },
+  { name: 'level', topic: 'edge', casdu: 5, ioa: 2, type: 13, valuePath: 'readings[name=level].raw', valueType: 'int', scale: { raw: [0, 4095], scaled: [0, 100], clamp: true } },
+  { name: 'state', topic: 'edge', casdu: 5, ioa: 3, type: 1, valuePath: 'state', valueType: 'bool', valueMap: { RUN: true, STOP: false }, timestampPath: 'ts' },
+  { name: 'last', topic: 'edge', casdu: 5, ioa: 4, type: 36, valuePath: 'samples[-1]' },
+];
+const reading = (minute: number, temp: number, level: number, state: string) => ({
+  ts: `2026-11-21T08:0${minute}:00Z`, state, samples: [1, 2, minute],
+  readings: [{ name: 'level', raw: level }, { name: 'temp', value: temp }],
+});
+
+let redis: TestRedis;
+let client: Redis;
+let app: InProcess;
+const url = `/api/datapoints?topic=edge`;
+
+beforeAll(async () => {
+  redis = await TestRedis.start();
+  client = redis.client();
+});
+afterAll(async () => {
+  client.disconnect();
+  await redis.destroy();
+});
+beforeEach(async () => {
+  await client.flushall();
+  app = await startInProcess('inbound', buildInbound, redis, { mappings: MAPPINGS }, { Http__MaxBatchItems: '5' });
+});
+afterEach(async () => app.close());
+
+/** The commands Redis ran while `f` ran, by name (MONITOR on a connection of its own). */
+const monitored = async <A>(f: () => Promise<A>): Promise<{ result: A; commands: string[] }> => {
+  const monitor = await client.monitor();
+  const commands: string[] = [];
+  monitor.on('monitor', (_time: string, args: string[]) => commands.push(String(args[0]).toLowerCase()));
+  const result = await f();
+  // MONITOR's feed may trail the answer: a PING of our own marks its end
+  await client.ping('end');
+  for (let i = 0; i < 100 && !commands.includes('ping'); i++) await new Promise((r) => setTimeout(r, 10));
+  monitor.disconnect();
+  return { result, commands };
+};
+const count = (commands: string[], name: string) => commands.filter((c) => c === name).length;
+const entries = async () => (await client.xrange('process:updates', '-', '+')).map(([, f]) => JSON.parse(f[f.indexOf('data') + 1]!) as Record<string, unknown>);
+const image = async (ioa: number) => JSON.parse((await client.get(`process:image:casdu:5:ioa:${ioa}`)) ?? 'null') as Record<string, unknown> | null;
+
+it('an array of buffered readings: one MULTI/EXEC, every reading in the stream in order, the image on the latest', async () => {
+  const body = [reading(1, 215, 0, 'RUN'), reading(2, 216, 2048, 'RUN'), reading(3, 220, 5000, 'STOP')];
+  const { result: r, commands } = await monitored(() => postJson(`${app.url}${url}`, body));
+  expect(r.status).toBe(200);
+  expect(r.json()).toEqual({ topic: 'edge', items: 3, succeeded: ['temp', 'level', 'state', 'last'] });
+  expect([count(commands, 'multi'), count(commands, 'exec'), count(commands, 'xadd'), count(commands, 'mset')]).toEqual([1, 1, 12, 1]);
+  const written = await entries();
+  expect(written.map((p) => [p.ioa, p.value, p.timestamp])).toEqual([
+    [1, 21.5, '2026-11-21T08:01:00.000Z'], [2, 0, expect.any(String)], [3, true, '2026-11-21T08:01:00.000Z'], [4, 1, expect.any(String)],
+    [1, 21.6, '2026-11-21T08:02:00.000Z'], [2, (2048 * 100) / 4095, expect.any(String)], [3, true, '2026-11-21T08:02:00.000Z'], [4, 2, expect.any(String)],
+    [1, 22, '2026-11-21T08:03:00.000Z'], [2, 100, expect.any(String)], [3, false, '2026-11-21T08:03:00.000Z'], [4, 3, expect.any(String)],
+  ]);
+  // without a timestamp path: the time the request was received, the same for every item
+  expect(new Set(written.filter((p) => p.ioa === 2 || p.ioa === 4).map((p) => p.timestamp)).size).toBe(1);
+  expect([(await image(1))?.value, (await image(2))?.value, (await image(3))?.value, (await image(4))?.value]).toEqual([22, 100, false, 3]);
+});
+
+it('one item failing: 422 with every failure and its item, error entries with item, nothing else written (one MULTI of error entries)', async () => {
+  const body = [reading(1, 215, 0, 'RUN'), { ...reading(2, 216, 1, 'FAULT'), samples: [] }, reading(3, 220, 5, 'STOP')];
+  const { result: r, commands } = await monitored(() => postJson(`${app.url}${url}`, body));
+  expect(r.status).toBe(422);
+  expect(r.json()).toEqual({
+    topic: 'edge', message: '2 of 12 mappings failed', items: 3,
+    failed: [
+      { signalId: 'state', error: `value "FAULT" at path 'state' is not in the value map`, item: 1 },
+      { signalId: 'last', error: "value not found at path 'samples[-1]'", item: 1 },
+    ],
+    succeeded: [{ signalId: 'temp' }, { signalId: 'level' }],
+  });
+  expect(await client.keys('process:image:*')).toEqual([]);
+  expect(await client.xlen('process:updates')).toBe(0);
+  const errors = await client.xrange('connectors:test-connector:errors', '-', '+');
+  expect(errors.map(([, f]) => [f[f.indexOf('signalId') + 1], f[f.indexOf('item') + 1]])).toEqual([['state', '1'], ['last', '1']]);
+  expect([count(commands, 'multi'), count(commands, 'exec'), count(commands, 'mset')]).toEqual([1, 1, 0]);
+});
+
+it('a single object is answered exactly as before, without items', async () => {
+  const r = await postJson(`${app.url}${url}`, reading(4, 100, 4095, 'RUN'));
+  expect(r.status).toBe(200);
+  expect(r.json()).toEqual({ topic: 'edge', succeeded: ['temp', 'level', 'state', 'last'] });
+  expect((await entries()).map((p) => p.value)).toEqual([10, 100, true, 4]);
+});
+
+it('an Idempotency-Key works for an array as for an object: the same answer replayed, nothing written twice', async () => {
+  const body = [reading(1, 215, 0, 'RUN'), reading(2, 216, 1, 'STOP')];
+  const first = await postJson(`${app.url}${url}`, body, { 'Idempotency-Key': 'batch-17' });
+  const again = await postJson(`${app.url}${url}`, body, { 'Idempotency-Key': 'batch-17' });
+  expect([first.status, again.status, again.headers['idempotent-replayed']]).toEqual([200, 200, 'true']);
+  expect(again.json()).toEqual(first.json());
+  expect(await client.xlen('process:updates')).toBe(8);
+  const other = await postJson(`${app.url}${url}`, body.slice(0, 1), { 'Idempotency-Key': 'batch-17' });
+  expect([other.status, (other.json() as { code: string }).code]).toEqual([422, 'idempotency_key_reused']);
+  expect(await client.xlen('process:updates')).toBe(8);
+});
+
+it('Http:MaxBatchItems bounds the array: more is 400 invalid_body naming the limit, nothing written', async () => {
+  const r = await postJson(`${app.url}${url}`, Array.from({ length: 6 }, (_, i) => reading(i, 1, 1, 'RUN')));
+  expect(r.status).toBe(400);
+  expect(r.json()).toEqual({ code: 'invalid_body', message: 'the body must be a JSON object or an array of 1 to 5 objects: the array has 6 items, more than 5 (Http:MaxBatchItems)' });
+  expect((await postJson(`${app.url}${url}`, Array.from({ length: 5 }, (_, i) => reading(i, 1, 1, 'RUN')))).status).toBe(200);
+  expect(await client.xlen('process:updates')).toBe(20);
+});
