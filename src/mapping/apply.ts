@@ -34,7 +34,7 @@ const readValue = (m: Mapping, body: unknown): E.Either<string, boolean | number
   if (!found.found) return E.left(`value not found at path '${path}'`);
   if (found.value === null) return E.left(`value at path '${path}' is null`);
   // plain Either checks, no pipe: fp-ts's `chain` copies its arguments on every call, and this runs
-  // for every mapping of every item (a tenth of a 100-item request's CPU went to it)
+  // for every mapping of every item (about 5 % of a 100-item request's profile went to it)
   const raw = m.valueMap === undefined ? E.right(found.value) : mapped(m.valueMap, found.value, path);
   if (E.isLeft(raw)) return raw;
   const read = readAs(m.valueType, raw.right, path);

@@ -124,12 +124,11 @@ export const lookup = (path: CompiledPath, root: unknown): Lookup => {
       if (step.index >= current.length) return NOT_FOUND;
       current = current[step.index];
     } else if ('fromEnd' in step) {
-      // past the start is not found
+      // past the start is undefined: not found, whatever follows
       current = current[current.length - step.fromEnd];
     } else {
       current = selected(current, step.select, step.text);
     }
-    if (current === undefined) return NOT_FOUND;
   }
   return current === undefined ? NOT_FOUND : { found: true, value: current };
 };
