@@ -1,5 +1,6 @@
-import { DEFAULT_MAX_BATCH_ITEMS } from '../mapping/payload';
 import * as E from 'fp-ts/Either';
+import { DEFAULT_MAX_BATCH_ITEMS } from '../mapping/payload';
+import { parseNetworks } from './networks';
 
 /**
  * Startup parameters (CONTRACT 1): `appsettings.json` overridden by environment variables,
@@ -85,6 +86,9 @@ const clientCertificates: Parser<ClientCertificates> = (name, value) => {
   return v === 'off' || v === 'optional' || v === 'required' ? E.right(v) : E.left(`${name}: expected off, optional or required, got '${value}'`);
 };
 
+/** CONTRACT 6.7: CIDRs (or addresses) the outbound connector may connect to; empty, anywhere but the blocked ranges. */
+const networks: Parser<readonly string[]> = (name, value) => E.mapLeft((entry: string) => `${name}: '${entry}' is neither a CIDR nor an address`)(parseNetworks(value));
+
 /** Node timers take at most 2^31 − 1 ms; beyond it they fire at once (CONTRACT 6.5). */
 export const MAX_MILLISECONDS = 2147483647;
 const millis: Parser<number> = (name, value) =>
@@ -150,6 +154,8 @@ const STARTUP = {
     probeIntervalSeconds: param('Webhooks:ProbeIntervalSeconds', seconds, 5),
     autoRedrive: param('Webhooks:AutoRedrive', bool, true),
     deadLetterMaxLength: param('Webhooks:DeadLetterMaxLength', positiveInt, 100000),
+    /** CONTRACT 6.7: where webhook and token requests may connect. */
+    allowedNetworks: param('Webhooks:AllowedNetworks', networks, [] as readonly string[]),
   },
   http: {
     maxBodyBytes: param('Http:MaxBodyBytes', positiveInt, 1048576),

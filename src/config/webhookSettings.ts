@@ -1,3 +1,4 @@
+import { refusalOf } from './networks';
 import * as t from 'io-ts';
 import { intIn, objectOf, positiveNumber } from './codecs';
 import { safeUrl } from './urls';
@@ -227,3 +228,19 @@ export const WEBHOOK_SHOWN_SCHEMA: Readonly<Record<string, object>> =
 
 /** The webhook as the "configuration loaded" line shows it (CONTRACT 6.2, 6.5): no header value, secret or file contents. */
 export const webhookForLog = (w: Webhook): Record<string, unknown> => Object.assign({}, ...FIELD_LIST.map(([, f]) => f.log?.(w) ?? {}));
+
+/**
+ * CONTRACT 6.7: a webhook `url` or `auth.oauth2.tokenUrl` whose host is a literal address that
+ * `Webhooks:AllowedNetworks` (and the blocked ranges) refuses is a configuration error naming the
+ * field. A name is checked on what it resolves to, at every connection.
+ */
+export const literalAddressProblems = (webhooks: readonly Webhook[], allowed: readonly string[]): string[] =>
+  webhooks.flatMap((w, i) => {
+    const fields: Array<[string, string | undefined]> = [['url', w.url], ['auth.oauth2.tokenUrl', w.auth?.oauth2?.tokenUrl]];
+    return fields.flatMap(([field, url]) => {
+      if (url === undefined) return [];
+      const host = new URL(url).hostname;
+      const why = refusalOf(allowed, host);
+      return why === undefined ? [] : [`webhooks[${i}].${field}: the connector may not connect to ${host} (${why})`];
+    });
+  });

@@ -5,6 +5,7 @@ import type { SecureContextOptions } from 'node:tls';
 import { defer } from 'rxjs';
 import { parseManagedSettings, DEFAULT_SETTINGS, settingsForLog, type ManagedSettings } from '../config/managed';
 import { loadWebhookFiles, type WebhookFiles } from '../config/webhookFiles';
+import { literalAddressProblems } from '../config/webhookSettings';
 import { PARAMETERS, type StartupSettings } from '../config/startup';
 import { localUrls, removeAddressFile, writeAddressFile } from './addressFile';
 import { configKey } from '../mapping/keys';
@@ -164,6 +165,9 @@ const start = async (
     if (E.isLeft(decoded)) return { code: 2, message: `${key} is invalid: ${decoded.left.join('; ')}` };
     settings = decoded.right;
   }
+  // CONTRACT 6.7: a webhook whose URL is a literal address the network rule refuses: exit 2
+  const refusedAddresses = kind === 'outbound' ? literalAddressProblems(settings.webhooks, startup.webhooks.allowedNetworks) : [];
+  if (refusedAddresses.length > 0) return { code: 2, message: `${key} is invalid: ${refusedAddresses.join('; ')}` };
   // CONTRACT 4.5: a webhook's TLS and OAuth 2.0 files are part of its configuration: unreadable or invalid, exit 2
   const files = kind === 'outbound' ? loadWebhookFiles(settings.webhooks) : E.right([]);
   if (E.isLeft(files)) return { code: 2, message: `${key} is invalid: ${files.left.join('; ')}` };
@@ -237,7 +241,10 @@ const start = async (
       check: (s) => {
         const webhookFiles = kind === 'outbound' ? loadWebhookFiles(s.webhooks) : E.right([]);
         const listener = listenerTlsFor(s, startup);
-        return [...(E.isLeft(webhookFiles) ? webhookFiles.left : []), ...(E.isLeft(listener) ? [listener.left] : [])];
+        return [
+          ...(E.isLeft(webhookFiles) ? webhookFiles.left : []), ...(E.isLeft(listener) ? [listener.left] : []),
+          ...(kind === 'outbound' ? literalAddressProblems(s.webhooks, startup.webhooks.allowedNetworks) : []),
+        ];
       },
     }).subscribe((event) => {
       switch (event.kind) {

@@ -22,8 +22,11 @@ export class Receiver {
   readonly requests: Received[] = [];
   private constructor(private readonly server: Server, readonly url: string) {}
 
-  /** `tls`: an https receiver with these server options (e.g. one that requires a client certificate). */
-  static async start(answer: (n: number, r: Received) => Answer = () => ({ status: 200 }), tls?: HttpsOptions): Promise<Receiver> {
+  /**
+   * `tls`: an https receiver with these server options (e.g. one that requires a client certificate);
+   * `host`: the loopback address it listens on, and its URL names (127.0.0.1 unless given).
+   */
+  static async start(answer: (n: number, r: Received) => Answer = () => ({ status: 200 }), tls?: HttpsOptions, host = '127.0.0.1'): Promise<Receiver> {
     let self: Receiver | undefined;
     const handler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => {
       const parts: Buffer[] = [];
@@ -45,8 +48,8 @@ export class Receiver {
       });
     };
     const server: Server = tls === undefined ? createServer(handler) : (createHttpsServer(tls, handler) as unknown as Server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    self = new Receiver(server, `${tls === undefined ? 'http' : 'https'}://127.0.0.1:${(server.address() as AddressInfo).port}/hook`);
+    await new Promise<void>((resolve) => server.listen(0, host, resolve));
+    self = new Receiver(server, `${tls === undefined ? 'http' : 'https'}://${host}:${(server.address() as AddressInfo).port}/hook`);
     return self;
   }
 

@@ -1,5 +1,6 @@
 import type { Observable } from 'rxjs';
 import type { Batch } from '../read/batches';
+import { refusedByRule } from './agents';
 
 /**
  * A webhook's answers as the lanes and the operator's replay read them (CONTRACT 4.2): what a
@@ -43,9 +44,10 @@ export const classifyResponse = (r: WebhookResponse, now: number): AttemptResult
   return { ok: false, retryable, status: s, reason: `HTTP ${s}`, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
 };
 
+/** A timeout or network failure is retried; a connection the network rule refused is not (CONTRACT 6.7: as a 4xx). */
 export const classifyError = (err: unknown): AttemptResult => ({
   ok: false,
-  retryable: true,
+  retryable: refusedByRule(err) === undefined,
   reason: err instanceof Error ? err.message : String(err),
 });
 

@@ -1,8 +1,6 @@
 import axios, { type AxiosInstance } from 'axios';
 import { createHmac } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
 import type { Readable } from 'node:stream';
 import { Observable } from 'rxjs';
 import type { Webhook } from '../../config/webhookSettings';
@@ -13,6 +11,7 @@ import type { WebhookSubscription } from './subscription';
 import { formatOf, renderBody, type Body } from './body';
 import { safeUrl } from '../../config/urls';
 import { timedBody } from '../../telemetry/bodyTime';
+import { guardedAgents, refusedByRule } from './agents';
 import type { DeliveryTrace, Tracing } from '../../telemetry/tracing';
 
 /**
@@ -94,11 +93,13 @@ export const webhookClient = (sub: ClientSubscription, userAgent: string, now: (
   const format = formatOf(webhook);
   const deliveryTrace = deliveryTraces(sub, traced);
   const timeoutMs = sub.settings.timeoutMs;
-  const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
-  // CONTRACT 4.5: the webhook's own CA, client certificate and server name, when it has them
-  const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64, ...(sub.files.tls ?? {}) });
+  const allowed = sub.settings.allowedNetworks ?? [];
+  // CONTRACT 4.5: the webhook's own CA, client certificate and server name, when it has them;
+  // CONTRACT 6.7: every connection's address checked
+  const agents = guardedAgents(allowed, { http: { maxSockets: 64 }, https: { maxSockets: 64, ...(sub.files.tls ?? {}) } });
+  const { httpAgent, httpsAgent } = agents;
   const o2 = webhook.auth?.oauth2;
-  const tokens = o2 === undefined ? undefined : oauth2Tokens(o2, sub.files.oauth2?.clientSecret ?? '', sub.files.oauth2?.ca, timeoutMs);
+  const tokens = o2 === undefined ? undefined : oauth2Tokens(o2, sub.files.oauth2?.clientSecret ?? '', sub.files.oauth2?.ca, timeoutMs, Date.now, allowed);
   const client: AxiosInstance = axios.create({
     timeout: timeoutMs,
     httpAgent,
@@ -197,7 +198,8 @@ export const webhookClient = (sub: ClientSubscription, userAgent: string, now: (
           },
           (err: unknown) => {
             clearTimeout(deadline);
-            const reported = err instanceof Error ? new Error(controller.signal.aborted && answer === undefined ? 'timeout' : describeError(err)) : err;
+            // a connection the network rule refused goes on as itself: the lane refuses the batch (CONTRACT 6.7)
+            const reported = refusedByRule(err) ?? (err instanceof Error ? new Error(controller.signal.aborted && answer === undefined ? 'timeout' : describeError(err)) : err);
             endTrace({ error: reported instanceof Error ? reported.message : String(reported) });
             subscriber.error(reported);
           },
@@ -215,8 +217,7 @@ export const webhookClient = (sub: ClientSubscription, userAgent: string, now: (
     post: (batch) => postAs(batch, undefined),
     postAs,
     close: () => {
-      httpAgent.destroy();
-      httpsAgent.destroy();
+      agents.close();
       tokens?.close();
     },
   };

@@ -1,8 +1,7 @@
 import axios, { type AxiosInstance } from 'axios';
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
 import type { OAuth2Settings } from '../../config/webhookSettings';
 import { urlHost } from '../../config/urls';
+import { guardedAgents, NetworkRefused, refusedByRule } from './agents';
 
 /**
  * A webhook's OAuth 2.0 client-credentials tokens (CONTRACT 4.5; RFC 6749 4.4): one token request
@@ -24,12 +23,12 @@ export const basicCredentials = (id: string, secret: string): string => `Basic $
 export const RENEW_BEFORE_MS = 30_000;
 
 export const oauth2Tokens = (
-  o: OAuth2Settings, secret: string, ca: Buffer | undefined, timeoutMs: number, now: () => number = Date.now,
+  o: OAuth2Settings, secret: string, ca: Buffer | undefined, timeoutMs: number, now: () => number = Date.now, allowed: readonly string[] = [],
 ): TokenSource => {
   const where = `token endpoint ${urlHost(o.tokenUrl)}`;
-  const httpAgent = new HttpAgent({ keepAlive: true });
-  const httpsAgent = new HttpsAgent({ keepAlive: true, ...(ca !== undefined ? { ca } : {}) });
-  const client: AxiosInstance = axios.create({ timeout: timeoutMs, httpAgent, httpsAgent, maxRedirects: 0, validateStatus: () => true, proxy: false });
+  // CONTRACT 6.7: the token endpoint's connections are checked as the webhook's are
+  const agents = guardedAgents(allowed, { https: ca !== undefined ? { ca } : {} });
+  const client: AxiosInstance = axios.create({ timeout: timeoutMs, httpAgent: agents.httpAgent, httpsAgent: agents.httpsAgent, maxRedirects: 0, validateStatus: () => true, proxy: false });
   const form = new URLSearchParams({ grant_type: 'client_credentials', ...(o.scope !== undefined ? { scope: o.scope } : {}), ...(o.audience !== undefined ? { audience: o.audience } : {}) }).toString();
   let current: { token: string; renewAt: number } | undefined;
   let asking: Promise<string> | undefined;
@@ -42,6 +41,9 @@ export const oauth2Tokens = (
         responseType: 'json',
       });
     } catch (err) {
+      // refused by the network rule: the webhook's attempt is refused with it, not retried (CONTRACT 6.7)
+      const refused = refusedByRule(err);
+      if (refused !== undefined) throw new NetworkRefused(refused.address, refused.why, where);
       const code = (err as { code?: string }).code;
       throw new Error(`${where}: ${code === 'ECONNABORTED' ? 'timeout' : code !== undefined ? `network error ${code}` : 'request failed'}`);
     }
@@ -63,9 +65,6 @@ export const oauth2Tokens = (
     discard: (token) => {
       if (current?.token === token) current = undefined;
     },
-    close: () => {
-      httpAgent.destroy();
-      httpsAgent.destroy();
-    },
+    close: () => agents.close(),
   };
 };

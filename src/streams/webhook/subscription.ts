@@ -20,6 +20,8 @@ export interface DeliverySettings extends LaneSettings {
   readonly timeoutMs: number;
   /** Requests per second at most (CONTRACT 4.5); absent, unlimited. The webhook's own. */
   readonly maxRequestsPerSecond?: number;
+  /** CONTRACT 6.7: `Webhooks:AllowedNetworks` (empty: anywhere but the blocked ranges). */
+  readonly allowedNetworks?: readonly string[];
 }
 
 export interface WebhookSubscription {
@@ -46,6 +48,7 @@ export const deliveryDefaults = (w: StartupSettings['webhooks']): DeliverySettin
   probeIntervalMs: Math.round(w.probeIntervalSeconds * 1000),
   autoRedrive: w.autoRedrive,
   timeoutMs: w.timeoutMilliseconds,
+  allowedNetworks: w.allowedNetworks,
 });
 
 /** One subscription per configured webhook, in configuration order. */

@@ -1,0 +1,83 @@
+import { eventually, runCli } from './helpers/cli';
+import { pendingCount, range, usePushHarness } from './helpers/push';
+import { Receiver } from './helpers/receiver';
+
+/**
+ * CONTRACT 6.7 through the built CLI: with `Webhooks:AllowedNetworks=127.0.0.2/32`, a receiver on
+ * 127.0.0.2 gets everything; a webhook named `localhost` (127.0.0.1) and one whose token endpoint
+ * is there are refused at every connection — their batches in the backlog as `refused`, naming the
+ * address, never retried, nothing sent — and a literal address the rule refuses stops the start.
+ */
+const { receiver, outbound, produce, r } = usePushHarness();
+
+it('connections checked on the resolved address: allowed delivered, refused dead-lettered as refused naming the address; nothing reaches 127.0.0.1', async () => {
+  const allowed = await Receiver.start(undefined, undefined, '127.0.0.2');
+  const loopback = await receiver();
+  const tokens = await receiver(() => ({ status: 200, headers: { 'Content-Type': 'application/json' } }));
+  const behindToken = await Receiver.start(undefined, undefined, '127.0.0.2');
+  const named = (u: string) => u.replace('127.0.0.1', 'localhost');
+  try {
+    const { c } = await outbound('guard', [
+      { url: allowed.url },
+      { url: named(loopback.url) },
+      { url: behindToken.url, auth: { oauth2: { tokenUrl: named(tokens.url), clientId: 'c', clientSecret: 's' } } },
+    ], { Webhooks__AllowedNetworks: '127.0.0.2/32' });
+    await produce(0, 20);
+    await eventually(async () => (allowed.points().length >= 20 && (await pendingCount(r.client, 'guard')) === 0 ? true : undefined), 20000, 'delivered and acknowledged');
+    expect(allowed.points().map((p) => p.seq)).toEqual(range(0, 20));
+    // not one request reached the refused addresses, nor the webhook whose token could not be had
+    expect([loopback.requests.length, tokens.requests.length, behindToken.requests.length]).toEqual([0, 0, 0]);
+    const list = await runCli(['deadletter', 'list', '--id', 'guard', '--json'], { ConnectionStrings__Datastore: r.redis.url });
+    const entries = list.stdout.trim().split('\n').map((l) => JSON.parse(l) as { webhook: number; reason: string; error: string; attempts: number });
+    const of = (w: number) => entries.filter((e) => e.webhook === w);
+    expect(of(1).length).toBeGreaterThan(0);
+    expect(of(1).every((e) => e.reason === 'refused' && e.attempts === 1 && e.error === 'connection to 127.0.0.1 refused: not in Webhooks:AllowedNetworks')).toBe(true);
+    const tokenHost = new URL(named(tokens.url)).host;
+    expect(of(2).length).toBeGreaterThan(0);
+    expect(of(2).every((e) => e.reason === 'refused' && e.error === `token endpoint ${tokenHost}: connection to 127.0.0.1 refused: not in Webhooks:AllowedNetworks`)).toBe(true);
+    // logged as errors naming the webhook, its host and the address
+    // logged as errors naming the webhook, its host and the address, and why
+    const lines = c.logs().filter((l) => l.level === 'error' && l.msg === 'batch dead-lettered to the webhook backlog');
+    expect(lines.some((l) => l.webhook === 1 && new URL(String(l.url)).host === new URL(named(loopback.url)).host && l.error === 'connection to 127.0.0.1 refused: not in Webhooks:AllowedNetworks')).toBe(true);
+    expect(lines.some((l) => l.webhook === 2 && String(l.error).startsWith(`token endpoint ${tokenHost}: connection to 127.0.0.1 refused`))).toBe(true);
+    // the operator's replay honours the rule too: refused under it (entries kept), delivered once it allows 127.0.0.1
+    await c.stop('SIGTERM');
+    const env = { ConnectionStrings__Datastore: r.redis.url };
+    const refused = await runCli(['deadletter', 'replay', '--id', 'guard', '--webhook', '1'], { ...env, Webhooks__AllowedNetworks: '127.0.0.2/32' });
+    expect([refused.code, refused.stdout]).toEqual([1, expect.stringContaining(`delivered 0, failed ${of(1).length}`)]);
+    expect(loopback.requests).toHaveLength(0);
+    const replayed = await runCli(['deadletter', 'replay', '--id', 'guard', '--webhook', '1'], { ...env, Webhooks__AllowedNetworks: '127.0.0.0/8' });
+    expect([replayed.code, replayed.stdout]).toEqual([0, expect.stringContaining(`delivered ${of(1).length}, failed 0`)]);
+    expect(loopback.points().map((p) => p.seq)).toEqual(range(0, 20));
+  } finally {
+    await allowed.close();
+    await behindToken.close();
+  }
+});
+
+it('a webhook url or token URL that is a literal address the rule refuses: exit 2 naming the field', async () => {
+  await r.client.set('connectors:literal:config', JSON.stringify({ webhooks: [{ url: 'http://127.0.0.2:9/ok' }, { url: 'http://169.254.169.254/latest/meta-data' }] }));
+  const run = await runCli(['outbound'], { Id: 'literal', ConnectionStrings__Datastore: r.redis.url });
+  expect(run.code).toBe(2);
+  expect(run.stderr).toContain('webhooks[1].url: the connector may not connect to 169.254.169.254 (blocked address)');
+  const listed = await runCli(['outbound'], { Id: 'literal', ConnectionStrings__Datastore: r.redis.url, Webhooks__AllowedNetworks: '10.0.0.0/8' });
+  expect(listed.code).toBe(2);
+  expect(listed.stderr).toContain('webhooks[0].url: the connector may not connect to 127.0.0.2 (not in Webhooks:AllowedNetworks)');
+  const bad = await runCli(['outbound'], { Id: 'literal', ConnectionStrings__Datastore: r.redis.url, Webhooks__AllowedNetworks: '10.0.0.0/8,nowhere' });
+  expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining("Webhooks:AllowedNetworks: 'nowhere' is neither a CIDR nor an address")]);
+});
+
+it('a configuration change to a literal address the rule refuses is refused and logged; the connector goes on with the one it has', async () => {
+  const allowed = await Receiver.start(undefined, undefined, '127.0.0.2');
+  try {
+    const { c } = await outbound('change', [{ url: allowed.url }], { Webhooks__AllowedNetworks: '127.0.0.2/32' });
+    await r.client.set('connectors:change:config', JSON.stringify({ hostUrls: ['http://127.0.0.1:0'], webhooks: [{ url: allowed.url }, { url: 'http://127.0.0.1:9/x' }] }));
+    const line = await c.waitForLog((l) => l.msg === 'configuration change is invalid; keeping the current configuration');
+    expect(line.errors).toEqual(['webhooks[1].url: the connector may not connect to 127.0.0.1 (not in Webhooks:AllowedNetworks)']);
+    await produce(0, 5);
+    await eventually(async () => (allowed.points().length >= 5 ? true : undefined), 10000, 'still delivering');
+    expect(c.logs().some((l) => l.msg === 'configuration changed; stopping so that the orchestrator restarts the connector')).toBe(false);
+  } finally {
+    await allowed.close();
+  }
+});
