@@ -89,6 +89,10 @@ it('one item failing: 422 with every failure and its item, error entries with it
   const errors = await client.xrange('connectors:test-connector:errors', '-', '+');
   expect(errors.map(([, f]) => [f[f.indexOf('signalId') + 1], f[f.indexOf('item') + 1]])).toEqual([['state', '1'], ['last', '1']]);
   expect([count(commands, 'multi'), count(commands, 'exec'), count(commands, 'mset')]).toEqual([1, 1, 0]);
+  // counted per mapping and item: 2 failed, the other 10 applications succeeded
+  const metrics = await (await fetch(`${app.url}/metrics`)).text();
+  expect(metrics).toContain('inbound_mappings_total{topic="edge",outcome="failed"} 2');
+  expect(metrics).toContain('inbound_mappings_total{topic="edge",outcome="succeeded"} 10');
 });
 
 it('a single object is answered exactly as before, without items', async () => {

@@ -185,7 +185,9 @@ const planWrites = (d: InboundDeps, r: Decoded, receivedAt: string, trace: Reque
   }
   const failures = result.left;
   d.metrics.mappingOutcomes.inc({ topic: r.topic, outcome: 'failed' }, failures.failed.length);
-  if (failures.succeeded.length > 0) d.metrics.mappingOutcomes.inc({ topic: r.topic, outcome: 'succeeded' }, failures.succeeded.length);
+  // every mapping applied to every item: what did not fail succeeded (for one object, the mappings that succeeded)
+  const applied = (items ?? 1) * r.mappings.length - failures.failed.length;
+  if (applied > 0) d.metrics.mappingOutcomes.inc({ topic: r.topic, outcome: 'succeeded' }, applied);
   const rejected = {
     topic: r.topic, failedCount: failures.failed.length,
     failed: failures.failed.slice(0, 20).map((f) => ({ signalId: f.mapping.name, error: f.error, ...(f.item !== undefined ? { item: f.item } : {}) })),
