@@ -60,6 +60,8 @@ describe('selectors [key=value] and [-N] (CONTRACT 5.5)', () => {
     ['a[k]', 3, 'unexpected "]" at 3'],
     ['a[k[=v]', 3, 'unexpected "[" at 3'],
     ['a[k=v]b', 6, 'unexpected "b" at 6'],
+    ['a[.x=1]', 2, 'unexpected "." at 2'],
+    ['a[ 1]', 4, 'unexpected "]" at 4'],
     ['a.[k=v]', 2, 'unexpected "[" at 2'],
   ])('refuses %p at %i', (p, position, message) => {
     expect(syntax(p)).toEqual({ position, message });
@@ -138,6 +140,8 @@ describe('valueMap (CONTRACT 5.5)', () => {
     expect(one(mapping, { st: false })).toBe(`value "false" at path 'st' is not in the value map`);
     expect(one(mapping, { st: { a: 1 } })).toBe(`value "{"a":1}" at path 'st' is not in the value map`);
     expect(one(mapping, { st: 'x'.repeat(200) })).toBe(`value "${'x'.repeat(77)}..." at path 'st' is not in the value map`);
+    expect(one(mapping, { st: 'y'.repeat(80) })).toBe(`value "${'y'.repeat(80)}" at path 'st' is not in the value map`);
+    expect(one(mapping, { st: 'y'.repeat(81) })).toBe(`value "${'y'.repeat(77)}..." at path 'st' is not in the value map`);
     expect(one(mapping, parseJsonBody('{"st":1e400}'))).toBe(`value "1e400" at path 'st' is not in the value map`);
     // null and not found are told as before
     expect(one(mapping, { st: null })).toBe("value at path 'st' is null");
@@ -166,6 +170,7 @@ describe('scale (CONTRACT 5.5)', () => {
     ['a reversed scaled range, clamped below', { raw: [0, 10], scaled: [100, 0], clamp: true }, 15, 0],
     ['a reversed raw range', { raw: [10, 0], scaled: [0, 100], clamp: true }, 2, 80],
     ['a product that overflows alone', { raw: [0, 1e300], scaled: [0, 1e300], clamp: false }, 1e300, 1e300],
+    ['a product that overflows alone, ranges off zero', { raw: [-1e300, 1e300], scaled: [-1e300, 1e300], clamp: false }, 5e299, 5e299],
   ])('%s', (_what, scale, v, expected) => {
     expect(scaled(scale, v)).toBeCloseTo(expected, 9);
   });
@@ -204,6 +209,7 @@ describe('array bodies (CONTRACT 5.5)', () => {
     expect(payloadOf([], 3)).toEqual(E.left(`${shape}: the array is empty`));
     expect(payloadOf([{}, {}, {}, {}], 3)).toEqual(E.left(`${shape}: the array has 4 items, more than 3 (Http:MaxBatchItems)`));
     expect(payloadOf([{}, null, 1], 3)).toEqual(E.left(`${shape}: item 1 is not an object`));
+    expect(payloadOf([1, {}], 3)).toEqual(E.left(`${shape}: item 0 is not an object`));
     expect(payloadOf([{}, [{}]], 3)).toEqual(E.left(`${shape}: item 1 is not an object`));
     for (const u of [null, 1, 'x', true]) expect(payloadOf(u, 3)).toEqual(E.left(shape));
     expect([itemCount({ kind: 'object', value: {} }), itemCount(items), DEFAULT_MAX_BATCH_ITEMS]).toEqual([undefined, 3, 1000]);
@@ -252,10 +258,11 @@ describe('array bodies (CONTRACT 5.5)', () => {
   it('a single object is answered exactly as before (no items)', () => {
     const r = applyToPayload(readings, { kind: 'object', value: item(20, 'RUN', '2026-11-21T08:00:00Z') }, RECEIVED, 'src');
     if (E.isLeft(r)) throw new Error('unexpected');
-    expect(okBody('t', r.right)).toEqual({ topic: 't', succeeded: ['temp', 'state'] });
+    // strictly: not even an `items` or `item` that is undefined
+    expect(okBody('t', r.right)).toStrictEqual({ topic: 't', succeeded: ['temp', 'state'] });
     const f = applyToPayload(readings, { kind: 'object', value: {} }, RECEIVED, 'src');
     if (E.isRight(f)) throw new Error('unexpected');
-    expect(failureBody('t', f.left)).toEqual({
+    expect(failureBody('t', f.left)).toStrictEqual({
       topic: 't', message: '2 of 2 mappings failed',
       failed: [{ signalId: 'temp', error: "value not found at path 'readings[name=temp].value'" }, { signalId: 'state', error: "value not found at path 'state'" }],
       succeeded: [],

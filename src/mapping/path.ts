@@ -47,6 +47,7 @@ const compileSelector = (source: string, from: number): E.Either<PathSyntaxError
   let k = from;
   while (k < source.length && !'=[].'.includes(source[k]!)) k++;
   if (k === from || source[k] !== '=') return E.left(unexpected(source, k));
+  // Stryker disable next-line ArithmeticOperator: from k - 1 the scan meets the key's last character and '=' first, never a ']'
   let v = k + 1;
   while (v < source.length && source[v] !== ']') v++;
   if (v === k + 1 || v >= source.length) return E.left(unexpected(source, v));
