@@ -19,7 +19,7 @@ describe('startup parameters', () => {
         },
         webhooks: {
           batchWindowMilliseconds: 100, batchMaxSize: 1000, timeoutMilliseconds: 10000, maxAttempts: 5, maxInFlight: 4,
-          stopTimeoutMilliseconds: 8000, circuitFailureThreshold: 3, probeIntervalSeconds: 5, autoRedrive: true, deadLetterMaxLength: 100000,
+          stopTimeoutMilliseconds: 8000, circuitFailureThreshold: 3, probeIntervalSeconds: 5, autoRedrive: true, deadLetterMaxLength: 100000, allowedNetworks: [],
         },
         http: { maxBodyBytes: 1048576, maxBatchItems: 1000, maxConnections: 1024, headersTimeoutMilliseconds: 10000, requestTimeoutMilliseconds: 30000, maxBodyBytesInFlight: 67108864, idempotencyTtlSeconds: 86400 },
         apiKeys: [],

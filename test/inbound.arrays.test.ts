@@ -1,7 +1,7 @@
 import { buildInbound } from '../src/runtime/inbound';
 import { startInProcess, type InProcess } from './helpers/inProcess';
 import { postJson } from './helpers/http';
-import { TestRedis } from './helpers/redis';
+import { privateRedis } from './helpers/redis';
 import type { Redis } from 'ioredis';
 
 /**
@@ -20,22 +20,15 @@ const reading = (minute: number, temp: number, level: number, state: string) => 
   readings: [{ name: 'level', raw: level }, { name: 'temp', value: temp }],
 });
 
-let redis: TestRedis;
+const r = privateRedis();
 let client: Redis;
 let app: InProcess;
 const url = `/api/datapoints?topic=edge`;
 
-beforeAll(async () => {
-  redis = await TestRedis.start();
-  client = redis.client();
-});
-afterAll(async () => {
-  client.disconnect();
-  await redis.destroy();
-});
 beforeEach(async () => {
+  client = r.client;
   await client.flushall();
-  app = await startInProcess('inbound', buildInbound, redis, { mappings: MAPPINGS }, { Http__MaxBatchItems: '5' });
+  app = await startInProcess('inbound', buildInbound, r.redis, { mappings: MAPPINGS }, { Http__MaxBatchItems: '5' });
 });
 afterEach(async () => app.close());
 

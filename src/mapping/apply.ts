@@ -1,4 +1,3 @@
-import * as A from 'fp-ts/Array';
 import * as E from 'fp-ts/Either';
 import { convertTo, numberOf, readAs, show, SHOWN_MAX } from './convert';
 import { lookup, valueText } from './path';
@@ -101,47 +100,35 @@ export const applyMapping = (
 };
 
 /**
- * Every mapping is evaluated (never stopping at the first failure); the request yields either
- * every data point, in mapping order, or every failure with the names that succeeded.
+ * Every mapping applied to every item (never stopping at the first failure): every data point,
+ * items in order and mappings in order within an item; or every failure, in the same order (with
+ * its item when `indexed`), and the mappings that succeeded on every item.
  */
-export const applyMappings = (
-  mappings: readonly Mapping[],
-  body: unknown,
-  receivedAt: string,
-  source: string,
+const applyAll = (
+  mappings: readonly Mapping[], items: readonly unknown[], receivedAt: string, source: string, indexed: boolean,
 ): E.Either<MappingFailures, readonly MappedPoint[]> => {
-  const cache: TimeCache = new Map();
-  const { left: failed, right: points } = A.separate(mappings.map((m) => applyMapping(m, body, receivedAt, source, cache)));
-  return failed.length === 0 ? E.right(points) : E.left({ failed, succeeded: points.map((p) => p.mapping) });
-};
-
-/**
- * CONTRACT 5.5: every mapping applied to every item of an array body (never stopping at the first
- * failure): every data point, items in order and mappings in order within an item; or every
- * failure, in the same order, with the mappings that succeeded on every item. One object is
- * `applyMappings`.
- */
-export const applyToPayload = (
-  mappings: readonly Mapping[],
-  payload: Payload,
-  receivedAt: string,
-  source: string,
-): E.Either<MappingFailures, readonly MappedPoint[]> => {
-  if (payload.kind === 'object') return applyMappings(mappings, payload.value, receivedAt, source);
   const points: MappedPoint[] = [];
   const failed: MappingFailure[] = [];
   const failing = new Set<Mapping>();
-  payload.items.forEach((item, i) => {
+  items.forEach((item, i) => {
     // each item has its own timestamps
     const cache: TimeCache = new Map();
     for (const m of mappings) {
       const r = applyMapping(m, item, receivedAt, source, cache);
       if (E.isRight(r)) points.push(r.right);
       else {
-        failed.push({ ...r.left, item: i });
+        failed.push(indexed ? { ...r.left, item: i } : r.left);
         failing.add(m);
       }
     }
   });
   return failed.length === 0 ? E.right(points) : E.left({ failed, succeeded: mappings.filter((m) => !failing.has(m)) });
 };
+
+/** One object (CONTRACT 5.1): every mapping evaluated; every data point in mapping order, or every failure with the mappings that succeeded. */
+export const applyMappings = (mappings: readonly Mapping[], body: unknown, receivedAt: string, source: string): E.Either<MappingFailures, readonly MappedPoint[]> =>
+  applyAll(mappings, [body], receivedAt, source, false);
+
+/** CONTRACT 5.5: one object as `applyMappings`; an array body's items each, failures naming their item. */
+export const applyToPayload = (mappings: readonly Mapping[], payload: Payload, receivedAt: string, source: string): E.Either<MappingFailures, readonly MappedPoint[]> =>
+  payload.kind === 'object' ? applyMappings(mappings, payload.value, receivedAt, source) : applyAll(mappings, payload.items, receivedAt, source, true);
