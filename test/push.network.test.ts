@@ -81,3 +81,23 @@ it('a configuration change to a literal address the rule refuses is refused and 
     await allowed.close();
   }
 });
+
+it('config validate and config set apply the rule to literal addresses; a rule that does not parse stops them and replay, never widens them', async () => {
+  const { mkdtempSync, writeFileSync } = require('node:fs') as typeof import('node:fs');
+  const dir = mkdtempSync(require('node:path').join(require('node:os').tmpdir(), 'guard-'));
+  const file = `${dir}/c.json`;
+  writeFileSync(file, JSON.stringify({ webhooks: [{ url: 'http://127.0.0.2:9/ok' }, { url: 'http://127.0.0.1:9/x', auth: { oauth2: { tokenUrl: 'http://169.254.169.254/t', clientId: 'c', clientSecret: 's' } } }] }));
+  const open = await runCli(['config', 'validate', file]);
+  expect([open.code, open.stderr.trim()]).toEqual([2, 'webhooks[1].auth.oauth2.tokenUrl: the connector may not connect to 169.254.169.254 (blocked address)']);
+  const listed = await runCli(['config', 'validate', file], { Webhooks__AllowedNetworks: '127.0.0.2/32,169.254.169.254' });
+  expect([listed.code, listed.stderr.trim()]).toEqual([2, 'webhooks[1].url: the connector may not connect to 127.0.0.1 (not in Webhooks:AllowedNetworks)']);
+  expect((await runCli(['config', 'validate', file], { Webhooks__AllowedNetworks: '127.0.0.0/8,169.254.169.254' })).code).toBe(0);
+  const set = await runCli(['config', 'set', '--id', 'lit', file], { ConnectionStrings__Datastore: r.redis.url });
+  expect(set.code).toBe(2);
+  expect(await r.client.exists('connectors:lit:config')).toBe(0);
+  const typo = { Webhooks__AllowedNetworks: '127.0.0.0/8,169.254.169.254/3x', ConnectionStrings__Datastore: r.redis.url };
+  for (const args of [['config', 'validate', file], ['deadletter', 'replay', '--id', 'lit']]) {
+    const run = await runCli(args, typo);
+    expect([args.join(' '), run.code, run.stderr]).toEqual([args.join(' '), 2, expect.stringContaining("Webhooks:AllowedNetworks: '169.254.169.254/3x' is neither a CIDR nor an address")]);
+  }
+});

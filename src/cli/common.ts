@@ -6,6 +6,7 @@ import { readStartupParameters } from '../config/appsettings';
 import { datastoreOptions } from '../config/connectionString';
 import { parseManagedSettings, type ManagedSettings } from '../config/managed';
 import { collectRaw, loadStartupSettings, type StartupSettings } from '../config/startup';
+import { literalAddressProblems } from '../config/webhookSettings';
 import { describeConnectionError } from '../runtime/datastore';
 import type { Outcome } from '../runtime/connector';
 import { HELP } from './help';
@@ -48,9 +49,31 @@ export const startupSettings = (requireId: boolean): E.Either<string[], StartupS
     E.mapLeft((e: string) => [e])(readStartupParameters(process.env)),
   );
 
-/** The startup parameters' delivery settings (a request's time limit, attempts, batch size), or the defaults. */
+/**
+ * The startup parameters' delivery settings (a request's time limit, attempts, batch size), or the
+ * defaults. Never the defaults in place of a `Webhooks:AllowedNetworks` that does not parse: a
+ * mistyped rule must stop a command that sends, not widen where it sends (CONTRACT 6.7).
+ */
 export const operatorStartup = (): E.Either<string[], StartupSettings> =>
-  E.orElse(() => loadStartupSettings(collectRaw({}, {}), { requireId: false, hostname: hostname() }))(startupSettings(false));
+  E.orElse((errors: string[]) =>
+    errors.some((e) => e.startsWith('Webhooks:AllowedNetworks:'))
+      ? E.left(errors.filter((e) => e.startsWith('Webhooks:AllowedNetworks:')))
+      : loadStartupSettings(collectRaw({}, {}), { requireId: false, hostname: hostname() }))(startupSettings(false));
+
+/**
+ * A settings file as `config validate` and `config set` take it: decoded, and no webhook URL or
+ * token URL a literal address that `Webhooks:AllowedNetworks` (and the blocked ranges) refuses.
+ */
+export const readConfigFile = (file: string, io: Io): E.Either<Outcome, { text: string; settings: ManagedSettings }> => {
+  const read = readSettingsFile(file, io);
+  if (E.isLeft(read)) return read;
+  const startup = operatorStartup();
+  if (E.isLeft(startup)) return E.left({ code: 2, message: startup.left.join('; ') });
+  const refused = literalAddressProblems(read.right.settings.webhooks, startup.right.webhooks.allowedNetworks);
+  if (refused.length === 0) return read;
+  io.err(refused.join('\n'));
+  return E.left({ code: 2 });
+};
 
 export const takeOption = (args: string[], name: string): string | undefined => {
   const i = args.indexOf(name);

@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/Either';
 import { loadWebhookFiles } from '../config/webhookFiles';
 import { configKey } from '../mapping/keys';
-import { readSettingsFile, takeOption, usage, withRedis, type Io, type Outcome } from './common';
+import { readConfigFile, takeOption, usage, withRedis, type Io, type Outcome } from './common';
 import { HELP } from './help';
 
 /** `rest-connector config validate|get|set` (CONTRACT 2): the managed settings, checked and stored. */
@@ -15,7 +15,7 @@ export const configCommand = async (args: string[], io: Io): Promise<Outcome> =>
   }
   if (sub === 'validate') {
     if (args.length !== 1) return usage(io, 'config validate takes one FILE', help);
-    const file = readSettingsFile(args[0]!, io);
+    const file = readConfigFile(args[0]!, io);
     if (E.isLeft(file)) return file.left;
     // the files its webhooks name (TLS, OAuth 2.0 secrets), as this machine sees them
     const files = loadWebhookFiles(file.right.settings.webhooks);
@@ -37,7 +37,7 @@ export const configCommand = async (args: string[], io: Io): Promise<Outcome> =>
     return { code: 0 };
   }
   if (args.length !== 1) return usage(io, 'config set takes one FILE', help);
-  const file = readSettingsFile(args[0]!, io);
+  const file = readConfigFile(args[0]!, io);
   if (E.isLeft(file)) return file.left;
   // Stored as the file's JSON, compacted: unknown fields a newer backend added are kept.
   const stored = JSON.stringify(JSON.parse(file.right.text));
