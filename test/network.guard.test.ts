@@ -98,6 +98,17 @@ describe('every connection checked on its address (real receivers)', () => {
     agents.close();
   });
 
+  it('a name that resolves to several addresses is refused when one of them is, naming the first refused', async () => {
+    const [two] = [await listen('127.0.0.2')];
+    const several = (_host: string, options: { all?: boolean }, cb: (err: Error | null, address: string | Array<{ address: string; family: number }>, family?: number) => void) => {
+      const all = [{ address: '127.0.0.2', family: 4 }, { address: '127.0.0.3', family: 4 }, { address: '127.0.0.4', family: 4 }];
+      return options.all === true ? cb(null, all) : cb(null, all[0]!.address, 4);
+    };
+    const agents = guardedAgents(['127.0.0.2/32'], { http: { keepAlive: false } }, (h, o, cb) => several(h, { ...o, all: true }, cb));
+    expect(await get(`http://receiver.plant.test:${two}/`, agents)).toBe('127.0.0.3: not in Webhooks:AllowedNetworks');
+    agents.close();
+  });
+
   it('a refusal is an attempt refused as a 4xx is: not retried', () => {
     expect(classifyError(new NetworkRefused('127.0.0.1', 'not in Webhooks:AllowedNetworks'))).toEqual({ ok: false, retryable: false, reason: 'connection to 127.0.0.1 refused: not in Webhooks:AllowedNetworks' });
     expect(classifyError(Object.assign(new Error('wrapped'), { cause: new NetworkRefused('::1', 'blocked address', 'token endpoint t:1') }))).toEqual({ ok: false, retryable: false, reason: 'wrapped' });

@@ -17,7 +17,7 @@ it('connections checked on the resolved address: allowed delivered, refused dead
   const behindToken = await Receiver.start(undefined, undefined, '127.0.0.2');
   const named = (u: string) => u.replace('127.0.0.1', 'localhost');
   try {
-    const { c } = await outbound('guard', [
+    const { c, base } = await outbound('guard', [
       { url: allowed.url },
       { url: named(loopback.url) },
       { url: behindToken.url, auth: { oauth2: { tokenUrl: named(tokens.url), clientId: 'c', clientSecret: 's' } } },
@@ -34,7 +34,13 @@ it('connections checked on the resolved address: allowed delivered, refused dead
     expect(of(1).every((e) => e.reason === 'refused' && e.attempts === 1 && e.error === 'connection to 127.0.0.1 refused: not in Webhooks:AllowedNetworks')).toBe(true);
     const tokenHost = new URL(named(tokens.url)).host;
     expect(of(2).length).toBeGreaterThan(0);
-    expect(of(2).every((e) => e.reason === 'refused' && e.error === `token endpoint ${tokenHost}: connection to 127.0.0.1 refused: not in Webhooks:AllowedNetworks`)).toBe(true);
+    expect(of(2).every((e) => e.reason === 'refused' && e.attempts === 1 && e.error === `token endpoint ${tokenHost}: connection to 127.0.0.1 refused: not in Webhooks:AllowedNetworks`)).toBe(true);
+    // counted as any refused attempt: dead-lettered, reason refused
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    for (const w of ['1', '2']) {
+      expect([w, new RegExp(`^webhook_deliveries_total\\{webhook="${w}",[^}]*outcome="deadlettered"\\} [1-9]`, 'm').test(metrics)]).toEqual([w, true]);
+      expect([w, new RegExp(`^webhook_deadlettered_total\\{webhook="${w}",[^}]*reason="refused"\\} [1-9]`, 'm').test(metrics)]).toEqual([w, true]);
+    }
     // logged as errors naming the webhook, its host and the address
     // logged as errors naming the webhook, its host and the address, and why
     const lines = c.logs().filter((l) => l.level === 'error' && l.msg === 'batch dead-lettered to the webhook backlog');

@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/Either';
 import { pipe } from 'fp-ts/function';
 import type * as t from 'io-ts';
-import { compilePath, type CompiledPath } from '../mapping/path';
+import { compilePath, isObject, type CompiledPath } from '../mapping/path';
 import { CASDU_MAX, IOA_MAX, SCALED_TYPES, TYPE_CODES, VALUE_TYPES, type MappedValue, type Mapping, type Scale, type TypeCode, type ValueType } from '../mapping/types';
 import { describe, intIn, nonEmptyString, objectOf, optional, refine } from './codecs';
 
@@ -28,11 +28,9 @@ const path = refine<CompiledPath>('path', (u) =>
     : pipe(compilePath(u), E.mapLeft((e) => e.message)),
 );
 
-const isRecord = (u: unknown): u is Record<string, unknown> => u !== null && typeof u === 'object' && !Array.isArray(u);
-
 /** CONTRACT 5.5: raw value text → a number, boolean or string; `__proto__` is never a key that matches (left out). */
 const valueMap = refine<ReadonlyMap<string, MappedValue>>('value map', (u) => {
-  if (!isRecord(u)) return E.left(`must be an object from raw value text to the value used in its place, got ${describe(u)}`);
+  if (!isObject(u)) return E.left(`must be an object from raw value text to the value used in its place, got ${describe(u)}`);
   const map = new Map<string, MappedValue>();
   for (const [k, v] of Object.entries(u)) {
     if (!(typeof v === 'boolean' || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v)))) {
@@ -49,7 +47,7 @@ const pair = (u: unknown): u is [number, number] => Array.isArray(u) && u.length
 
 /** CONTRACT 5.5: `{factor, offset}` (defaults 1 and 0), or `{raw, scaled, clamp}` with two different raw ends. */
 const scale = refine<Scale>('scale', (u) => {
-  if (!isRecord(u)) return E.left(`must be an object (${SCALE_SHAPES}), got ${describe(u)}`);
+  if (!isObject(u)) return E.left(`must be an object (${SCALE_SHAPES}), got ${describe(u)}`);
   const keys = Object.keys(u);
   const linear = keys.some((k) => k === 'factor' || k === 'offset');
   const range = keys.some((k) => k === 'raw' || k === 'scaled' || k === 'clamp');

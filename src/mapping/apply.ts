@@ -1,6 +1,7 @@
 import * as E from 'fp-ts/Either';
 import { convertTo, numberOf, readAs, show, SHOWN_MAX } from './convert';
 import { lookup, valueText } from './path';
+import { cut } from './render';
 import { scaled } from './scale';
 import { readTimestamp } from './timestamp';
 import type { Payload } from './payload';
@@ -51,8 +52,7 @@ const mapped = (map: ReadonlyMap<string, MappedValue>, raw: unknown, path: strin
 
 /** The raw value's text as an error shows it: as it is, cut like every value shown (CONTRACT 6.5); what has no text, as JSON. */
 const mapText = (raw: unknown, text: string | undefined): string => {
-  const shown = text ?? (raw instanceof WrittenNumber ? raw.literal : show(raw));
-  return shown.length > SHOWN_MAX ? `${shown.slice(0, SHOWN_MAX - 3)}...` : shown;
+  return cut(text ?? (raw instanceof WrittenNumber ? raw.literal : show(raw)), SHOWN_MAX);
 };
 
 /** CONTRACT 5.5: scaled after the value is read, before the type's conversion; a result that is not finite fails. */

@@ -97,7 +97,8 @@ const hasOwn = Object.prototype.hasOwnProperty;
 export const valueText = (u: unknown): string | undefined =>
   typeof u === 'string' ? u : typeof u === 'number' || typeof u === 'boolean' ? JSON.stringify(u) : undefined;
 
-const isObject = (u: unknown): u is Record<string, unknown> => u !== null && typeof u === 'object' && !Array.isArray(u);
+/** A JSON object: not null, not an array. */
+export const isObject = (u: unknown): u is Record<string, unknown> => u !== null && typeof u === 'object' && !Array.isArray(u);
 
 /** The first element of `list` that is an object with an own `key` (never `__proto__`) whose text is `text`. */
 const selected = (list: readonly unknown[], key: string, text: string): unknown => {

@@ -1,4 +1,5 @@
 import * as E from 'fp-ts/Either';
+import { isObject } from './path';
 
 /**
  * What a `POST /api/datapoints` body may be (CONTRACT 5.1, 5.5): one JSON object, or an array of 1
@@ -11,8 +12,6 @@ export type Payload =
 
 /** `Http:MaxBatchItems`'s default. */
 export const DEFAULT_MAX_BATCH_ITEMS = 1000;
-
-const isObject = (u: unknown): u is object => u !== null && typeof u === 'object' && !Array.isArray(u);
 
 /** The body as a payload, or the `invalid_body` message: the array empty, its first item that is no object, or the limit. */
 export const payloadOf = (json: unknown, maxItems: number): E.Either<string, Payload> => {

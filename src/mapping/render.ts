@@ -37,8 +37,11 @@ export const renderValue = (u: unknown, max = 80, depth = 8): string => {
     return emit('}');
   };
   walk(u, 0);
-  return out.length > max ? `${out.slice(0, max - 3)}...` : out;
+  return cut(out, max);
 };
+
+/** A text as error texts show it: at most `max` characters, the end of a longer one replaced by `...`. */
+export const cut = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 3)}...` : text);
 
 /**
  * The path of the first place in a parsed JSON value nested deeper than `maxDepth`, as config
