@@ -37,7 +37,11 @@ export const pushHarness = (getRedis: () => TestRedis, getClient: () => Redis) =
       running.push(c);
       const listening = await c.waitForLog((l) => l.msg === 'outbound connector listening');
       await c.waitForLog((l) => l.msg === 'push pipeline started');
-      await eventually(async () => ((await client.xinfo('GROUPS', 'process:updates')) as unknown[]).length > 0 || undefined);
+      // this connector's own group: another test's connector on the same stream has one too, and a
+      // connector that starts from the latest entry must have made its group before the test appends
+      // (a CI run saw entries appended before it, never read)
+      const group = `rest-outbound:${id}`;
+      await eventually(async () => ((await client.xinfo('GROUPS', 'process:updates')) as unknown[][]).some((g) => g[g.indexOf('name') + 1] === group) || undefined);
       return { c, base: String((listening.addresses as string[])[0]) };
     },
     /** Appends entries as the inbound connector does; `seq` in data identifies each. */
