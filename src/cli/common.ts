@@ -4,9 +4,8 @@ import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import { readStartupParameters } from '../config/appsettings';
 import { datastoreOptions } from '../config/connectionString';
-import { parseManagedSettings, type ManagedSettings } from '../config/managed';
+import { parseManagedSettings, startupProblems, type ManagedSettings } from '../config/managed';
 import { collectRaw, loadStartupSettings, type StartupSettings } from '../config/startup';
-import { literalAddressProblems } from '../config/webhookSettings';
 import { describeConnectionError } from '../runtime/datastore';
 import type { Outcome } from '../runtime/connector';
 import { HELP } from './help';
@@ -61,15 +60,16 @@ export const operatorStartup = (): E.Either<string[], StartupSettings> =>
       : loadStartupSettings(collectRaw({}, {}), { requireId: false, hostname: hostname() }))(startupSettings(false));
 
 /**
- * A settings file as `config validate` and `config set` take it: decoded, and no webhook URL or
- * token URL a literal address that `Webhooks:AllowedNetworks` (and the blocked ranges) refuses.
+ * A settings file as `config validate` and `config set` take it: decoded, no webhook URL or token
+ * URL a literal address that `Webhooks:AllowedNetworks` (and the blocked ranges) refuses, and no
+ * `callers` without authentication — both judged by this process's startup parameters.
  */
 export const readConfigFile = (file: string, io: Io): E.Either<Outcome, { text: string; settings: ManagedSettings }> => {
   const read = readSettingsFile(file, io);
   if (E.isLeft(read)) return read;
   const startup = operatorStartup();
   if (E.isLeft(startup)) return E.left({ code: 2, message: startup.left.join('; ') });
-  const refused = literalAddressProblems(read.right.settings.webhooks, startup.right.webhooks.allowedNetworks);
+  const refused = startupProblems('both', read.right.settings, startup.right);
   if (refused.length === 0) return read;
   io.err(refused.join('\n'));
   return E.left({ code: 2 });

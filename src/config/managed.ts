@@ -6,7 +6,9 @@ import { tooDeep } from '../mapping/render';
 import { describe, refine } from './codecs';
 import { mappingFingerprint, MappingCodec, mappingProblems, mappingWithDefaults } from './mappingSettings';
 import { formatErrors } from './report';
-import { webhookFingerprint, webhookForLog, webhookProblems, WebhookCodec, webhookWithDefaults, type Webhook } from './webhookSettings';
+import { callerProblems, CallersCodec, callersView, type Callers } from './callerSettings';
+import type { StartupSettings } from './startup';
+import { literalAddressProblems, webhookFingerprint, webhookForLog, webhookProblems, WebhookCodec, webhookWithDefaults, type Webhook } from './webhookSettings';
 
 /**
  * CONTRACT 2: the managed settings under `connectors:{ID}:config`, after defaults. A webhook's
@@ -21,6 +23,8 @@ export interface ManagedSettings {
   readonly hostUrls: readonly HostUrl[];
   readonly webhooks: readonly Webhook[];
   readonly mappings: readonly Mapping[];
+  /** CONTRACT 7.2: what each named caller may do; undefined (absent) lets every authenticated caller do everything. */
+  readonly callers?: Callers;
 }
 
 export type PinoLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
@@ -62,6 +66,7 @@ const SettingsCodec = t.partial({
   hostUrls: t.array(hostUrl),
   webhooks: t.array(WebhookCodec),
   mappings: t.array(MappingCodec),
+  callers: CallersCodec,
 });
 
 export const DEFAULT_HOST_URL = 'http://0.0.0.0:8080';
@@ -74,6 +79,7 @@ const withDefaults = (s: t.TypeOf<typeof SettingsCodec>): ManagedSettings => ({
   hostUrls: s.hostUrls ?? [{ url: DEFAULT_HOST_URL, https: false, host: '0.0.0.0', port: 8080 }],
   webhooks: (s.webhooks ?? []).map((w) => webhookWithDefaults(w as Record<string, unknown>)),
   mappings: (s.mappings ?? []).map((m) => mappingWithDefaults(m as Record<string, unknown>)),
+  ...(s.callers !== undefined ? { callers: s.callers } : {}),
 });
 
 /** Decodes an already-parsed JSON value; every problem is reported with its field path. */
@@ -127,6 +133,7 @@ export const settingsForLog = (s: ManagedSettings) => ({
   hostUrls: s.hostUrls.map((h) => h.url),
   webhooks: s.webhooks.map(webhookForLog),
   mappings: s.mappings.length,
+  ...(s.callers !== undefined ? { callers: [...s.callers.keys()] } : {}),
 });
 
 /**
@@ -148,4 +155,16 @@ export const settingsFingerprint = (s: ManagedSettings, connector: 'outbound' | 
       connector === 'inbound'
         ? s.mappings.map(mappingFingerprint)
         : [],
+    // both connectors act on the callers (CONTRACT 7.2: a change of them is a configuration change)
+    callers: s.callers === undefined ? null : callersView(s.callers),
   });
+
+/**
+ * What is wrong with settings that decode, given the startup parameters: a webhook URL that is a
+ * literal address the network rule refuses (CONTRACT 6.7; the outbound's, and `config validate`'s),
+ * callers without authentication (7.2). Checked at start, on a change, and by the config commands.
+ */
+export const startupProblems = (kind: 'outbound' | 'inbound' | 'both', s: ManagedSettings, startup: StartupSettings): string[] => [
+  ...(kind !== 'inbound' ? literalAddressProblems(s.webhooks, startup.webhooks.allowedNetworks) : []),
+  ...callerProblems(s.callers, startup),
+];

@@ -79,7 +79,7 @@ const rangeItem = (min: number, max: number, allowed?: readonly number[]) =>
   });
 
 /** `[10, "20-29"]`: a non-empty list of integers and ranges; errors name the item (`ioa[0]`). */
-const ranges = (min: number, max: number, allowed?: readonly number[]): t.Type<Ranges, unknown, unknown> => {
+export const ranges = (min: number, max: number, allowed?: readonly number[]): t.Type<Ranges, unknown, unknown> => {
   const list = t.array(rangeItem(min, max, allowed));
   return new t.Type<Ranges, unknown, unknown>(
     'ranges',

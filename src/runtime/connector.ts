@@ -3,9 +3,9 @@ import type { RedisOptions } from 'ioredis';
 import type { AddressInfo } from 'node:net';
 import type { SecureContextOptions } from 'node:tls';
 import { defer } from 'rxjs';
-import { parseManagedSettings, DEFAULT_SETTINGS, settingsForLog, type ManagedSettings } from '../config/managed';
+import { parseManagedSettings, DEFAULT_SETTINGS, settingsForLog, startupProblems, type ManagedSettings } from '../config/managed';
 import { loadWebhookFiles, type WebhookFiles } from '../config/webhookFiles';
-import { literalAddressProblems } from '../config/webhookSettings';
+import { makeRateWindow } from '../http/app/rateWindow';
 import { PARAMETERS, type StartupSettings } from '../config/startup';
 import { localUrls, removeAddressFile, writeAddressFile } from './addressFile';
 import { configKey } from '../mapping/keys';
@@ -78,6 +78,11 @@ export const makeApp = (
     failure: () => failure() ?? ctx.outOfMemory.reason() ?? (ctx.datastore.stalled() ? 'data store is not answering (stalled)' : undefined),
     dataRoutes: parts.dataRoutes,
     tracing: ctx.tracing,
+    callers: ctx.settings.callers,
+    // CONTRACT 7.2: a caller's rate is counted in Redis, across every replica of the Id
+    ...([...(ctx.settings.callers?.values() ?? [])].some((g) => g.maxRequestsPerSecond !== undefined)
+      ? { rateWindow: makeRateWindow({ redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, connectorId: ctx.startup.id }) }
+      : {}),
     openapi: () => openApiDocument(`rest-connectors ${kind}`, VERSION, ctx.startup.apiKeys.length > 0, addresses(), parts.openapi),
   });
 
@@ -165,9 +170,9 @@ const start = async (
     if (E.isLeft(decoded)) return { code: 2, message: `${key} is invalid: ${decoded.left.join('; ')}` };
     settings = decoded.right;
   }
-  // CONTRACT 6.7: a webhook whose URL is a literal address the network rule refuses: exit 2
-  const refusedAddresses = kind === 'outbound' ? literalAddressProblems(settings.webhooks, startup.webhooks.allowedNetworks) : [];
-  if (refusedAddresses.length > 0) return { code: 2, message: `${key} is invalid: ${refusedAddresses.join('; ')}` };
+  // CONTRACT 6.7 and 7.2: what only the startup parameters tell is wrong: exit 2
+  const refusedSettings = startupProblems(kind, settings, startup);
+  if (refusedSettings.length > 0) return { code: 2, message: `${key} is invalid: ${refusedSettings.join('; ')}` };
   // CONTRACT 4.5: a webhook's TLS and OAuth 2.0 files are part of its configuration: unreadable or invalid, exit 2
   const files = kind === 'outbound' ? loadWebhookFiles(settings.webhooks) : E.right([]);
   if (E.isLeft(files)) return { code: 2, message: `${key} is invalid: ${files.left.join('; ')}` };
@@ -241,10 +246,7 @@ const start = async (
       check: (s) => {
         const webhookFiles = kind === 'outbound' ? loadWebhookFiles(s.webhooks) : E.right([]);
         const listener = listenerTlsFor(s, startup);
-        return [
-          ...(E.isLeft(webhookFiles) ? webhookFiles.left : []), ...(E.isLeft(listener) ? [listener.left] : []),
-          ...(kind === 'outbound' ? literalAddressProblems(s.webhooks, startup.webhooks.allowedNetworks) : []),
-        ];
+        return [...(E.isLeft(webhookFiles) ? webhookFiles.left : []), ...(E.isLeft(listener) ? [listener.left] : []), ...startupProblems(kind, s, startup)];
       },
     }).subscribe((event) => {
       switch (event.kind) {

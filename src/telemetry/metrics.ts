@@ -39,6 +39,7 @@ export const makeMetrics = (who: MetricsIdentity) => {
       name: 'http_request_duration_seconds', help: 'HTTP request duration', labelNames: ['route', 'method'] as const,
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10], ...r,
     }),
+    refused: new Counter({ name: 'http_requests_refused_total', help: 'Requests refused by the callers setting (CONTRACT 7.2), by caller and reason (forbidden, rate_limited)', labelNames: ['caller', 'reason'] as const, ...r }),
     datastoreConnected: new Gauge({ name: 'datastore_connected', help: '1 while the data store is connected', ...r }),
     evictionPolicySafe: new Gauge({ name: 'datastore_eviction_policy_safe', help: "1 while Redis's maxmemory_policy is noeviction (or cannot be read), 0 when Redis may evict connector data", ...r }),
     evictedKeys: new Counter({ name: 'datastore_evicted_keys_total', help: 'Keys Redis evicted (growth of evicted_keys between two readings)', ...r }),

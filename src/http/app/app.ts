@@ -7,6 +7,9 @@ import { withDataPath } from './dataPath';
 import type { Metrics } from '../../telemetry/metrics';
 import { INACTIVE, NOT_CONNECTED, sendError, sendProblem } from './problem';
 import type { RequestTrace, Tracing } from '../../telemetry/tracing';
+import type { CallerGrant, Callers } from '../../config/callerSettings';
+import { makeRefusals } from './refusals';
+import type { RateWindow } from './rateWindow';
 
 /**
  * What a data handler knows of its request besides the request itself, from the moment it was
@@ -24,6 +27,10 @@ export interface RequestContext {
   readonly log: Logger;
   /** The request's server span (CONTRACT 9); undefined when tracing is off. */
   readonly trace: RequestTrace | undefined;
+  /** CONTRACT 7.2: what the caller is granted; undefined when `callers` is not set (everything). */
+  readonly grant: CallerGrant | undefined;
+  /** Answers 403 problem details with `detail`, counted and logged as a refusal (CONTRACT 7.2). */
+  readonly forbid: (detail: string) => void;
 }
 
 /** A data route's handler sees Node's own request and response (it is served by the lean path too) and the request's context. */
@@ -48,6 +55,10 @@ export interface AppDeps {
   readonly dataRoutes: readonly DataRoute[];
   /** CONTRACT 9: a server span per data route request, when tracing is on. */
   readonly tracing?: Tracing | undefined;
+  /** CONTRACT 7.2: who may do what; absent, every authenticated caller may do everything. */
+  readonly callers?: Callers | undefined;
+  /** CONTRACT 7.2: counts a caller's requests in the current one-second window (needed for `maxRequestsPerSecond`). */
+  readonly rateWindow?: RateWindow;
 }
 
 const routeOf = (req: Request): string => {
@@ -66,7 +77,7 @@ const unexpected = (log: Logger, err: unknown, req: IncomingMessage, path: strin
 };
 
 /** Each request's caller, for its log line (set where it is authenticated). */
-const callers = new WeakMap<IncomingMessage, string>();
+const requestCallers = new WeakMap<IncomingMessage, string>();
 
 /**
  * The HTTP side of a connector: express for everything, and in front of it the lean path of the
@@ -79,7 +90,7 @@ export const createApp = (deps: AppDeps): RequestListener => {
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('query parser', 'simple');
-  const requestLog = makeRequestLog(deps.log, deps.metrics, (req) => callers.get(req));
+  const requestLog = makeRequestLog(deps.log, deps.metrics, (req) => requestCallers.get(req));
   app.use((req, res, next) => {
     requestLog(req, res, () => routeOf(req), () => req.path);
     next();
@@ -92,29 +103,63 @@ export const createApp = (deps: AppDeps): RequestListener => {
   /** The request's caller (a verified client certificate's CN, else the matching key's name), remembered for its log line. */
   const callerOf = (req: IncomingMessage): string | undefined => {
     const caller = certificateCaller(req) ?? (keyRequired ? keyCheck(req) : undefined);
-    if (caller !== undefined) callers.set(req, caller);
+    if (caller !== undefined) requestCallers.set(req, caller);
     return caller;
   };
   const denied = (res: ServerResponse) =>
     sendProblem(res, 401, 'a valid API key is required (Authorization: Bearer <key> or X-Api-Key)', { 'WWW-Authenticate': 'Bearer' });
-  const requireKey: RequestHandler[] = keyRequired ? [(req, res, next) => (callerOf(req) !== undefined ? next() : denied(res))] : [];
+  const refuse = makeRefusals(deps.log, deps.metrics);
+  const { callers, rateWindow } = deps;
+  /**
+   * CONTRACT 5.1, 7 and 7.2, in their order: authenticated (401), a listed caller (403), within its
+   * rate (429); then `next` with the caller and its grant. Everything after the rate's count waits
+   * for it (a round trip to Redis, shared by the requests that arrive meanwhile).
+   */
+  const admit = (req: IncomingMessage, res: ServerResponse, next: (caller: string | undefined, grant: CallerGrant | undefined) => void): void => {
+    const caller = callerOf(req);
+    if (keyRequired && caller === undefined) return denied(res);
+    if (callers === undefined) return next(caller, undefined);
+    const grant = caller === undefined ? undefined : callers.get(caller);
+    if (grant === undefined) {
+      return refuse(res, caller, 'forbidden', caller === undefined
+        ? 'no caller is identified (an API key name or a client certificate CN) and only the callers listed may use this endpoint'
+        : `caller '${caller}' is not listed in callers`);
+    }
+    const limit = grant.maxRequestsPerSecond;
+    if (limit === undefined || rateWindow === undefined) return next(caller, grant);
+    const verdict = rateWindow(caller!, limit);
+    const go = (v: Awaited<typeof verdict>) => {
+      if (v.allowed) next(caller, grant);
+      else refuse(res, caller, 'rate_limited', `caller '${caller}' may send at most ${limit} requests a second`, { 'Retry-After': String(v.retryAfterSeconds) });
+    };
+    if (verdict instanceof Promise) void verdict.then(go);
+    else go(verdict);
+  };
+  const requireKey: RequestHandler[] = keyRequired || callers !== undefined ? [(req, res, next) => admit(req, res, () => next())] : [];
   const inactive = !deps.isActive();
 
-  /** A data route behind authentication and the inactive check; an error thrown is a 500. */
+  /** A data route behind authentication, the callers' checks and the inactive check; an error thrown is a 500. */
   const { tracing } = deps;
   const serve = (handler: DataHandler, route: string) => (req: IncomingMessage, res: ServerResponse, path: string): void => {
     const trace = tracing?.request(req.method ?? 'GET', route, req.headers);
-    if (trace !== undefined) res.once('close', () => trace.end(res.statusCode));
-    const caller = callerOf(req);
-    if (caller !== undefined) trace?.caller(caller);
-    if (keyRequired && caller === undefined) return denied(res);
-    if (inactive) return sendProblem(res, 503, INACTIVE);
-    try {
-      const done = handler(req, res, { receivedAt: new Date(), caller, log: deps.log, trace });
-      if (done !== undefined) done.catch((err: unknown) => unexpected(deps.log, err, req, path, res));
-    } catch (err) {
-      unexpected(deps.log, err, req, path, res);
+    if (trace !== undefined) {
+      res.once('close', () => {
+        // the caller as authentication named it, also on a refused request
+        const caller = requestCallers.get(req);
+        if (caller !== undefined) trace.caller(caller);
+        trace.end(res.statusCode);
+      });
     }
+    admit(req, res, (caller, grant) => {
+      if (inactive) return sendProblem(res, 503, INACTIVE);
+      const forbid = (detail: string) => refuse(res, caller, 'forbidden', detail);
+      try {
+        const done = handler(req, res, { receivedAt: new Date(), caller, log: deps.log, trace, grant, forbid });
+        if (done !== undefined) done.catch((err: unknown) => unexpected(deps.log, err, req, path, res));
+      } catch (err) {
+        unexpected(deps.log, err, req, path, res);
+      }
+    });
   };
   const served = deps.dataRoutes.map((r) => ({ ...r, serve: serve(r.handler, r.path) }));
 

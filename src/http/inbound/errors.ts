@@ -10,6 +10,8 @@ export type WriteStep = 'idempotency_key' | 'stream_check' | 'write' | 'errors' 
 
 export type InboundError =
   | { readonly tag: 'missing_topic' }
+  /** CONTRACT 7.2: `callers` is set and this caller may not write this topic. */
+  | { readonly tag: 'forbidden_topic'; readonly caller: string; readonly topic: string }
   | { readonly tag: 'unsupported_media_type' }
   | { readonly tag: 'unsupported_encoding' }
   | { readonly tag: 'payload_too_large'; readonly maxBytes: number }
@@ -38,6 +40,9 @@ export const OUT_OF_MEMORY_RETRY_AFTER = '5';
 const unconfirmedDetail = (n: number, acked: number) =>
   `the write was applied on the master but not confirmed by ${n} replica${n === 1 ? '' : 's'} (${acked} confirmed in time); retry with the same Idempotency-Key to avoid writing twice`;
 
+/** CONTRACT 7.2: the 403's detail for a topic the caller may not write. */
+export const forbiddenTopicDetail = (caller: string, topic: string): string => `caller '${caller}' may not write topic '${topic}'`;
+
 const storeAnswer = (f: StoreFailure): Answer => {
   switch (f.tag) {
     case 'not_connected':
@@ -61,6 +66,8 @@ export const answerOf = (e: InboundError): Answer => {
   switch (e.tag) {
     case 'missing_topic':
       return { kind: 'error', status: 400, code: 'missing_topic', message: "query parameter 'topic' is required, once, and must not be empty (at most 1000 parameters)" };
+    case 'forbidden_topic':
+      return { kind: 'problem', status: 403, detail: forbiddenTopicDetail(e.caller, e.topic) };
     case 'unsupported_media_type':
       return { kind: 'error', status: 415, code: 'unsupported_media_type', message: 'the content type must be application/json' };
     case 'unsupported_encoding':

@@ -3,7 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { applyToPayload } from '../../mapping/apply';
 import { errorCommands, writeCommands, type Command } from '../../mapping/commands';
-import { idempotencyKey } from '../../mapping/keys';
+import { callerIdempotencyKey, idempotencyKey } from '../../mapping/keys';
+import { mayWrite, type CallerGrant } from '../../config/callerSettings';
 import { failureBody, okBody } from '../../mapping/responses';
 import { itemCount, payloadOf, type Payload } from '../../mapping/payload';
 import type { Mapping } from '../../mapping/types';
@@ -11,7 +12,7 @@ import { parseJsonBody } from '../../mapping/writtenNumbers';
 import type { DataRoute, RequestContext } from '../app/app';
 import { isJsonMediaType, readBody, type BodyBudget } from './bodyBudget';
 import { doneCommand, requestHash, validIdempotencyKey } from './idempotency';
-import { answerOf, storeFailureLog, type InboundError, type WriteStep } from './errors';
+import { answerOf, forbiddenTopicDetail, storeFailureLog, type InboundError, type WriteStep } from './errors';
 import type { InboundStore, KeyHeld, StoreFailure, StoreSession } from './store';
 import type { Metrics } from '../../telemetry/metrics';
 import { sendError, sendJsonText, sendProblem } from '../app/problem';
@@ -48,13 +49,19 @@ interface Decoded {
   readonly idem?: { readonly key: string; readonly hash: string };
 }
 
-/** CONTRACT 5.1 and 6.5, before the body: topic once (and at most 1000 parameters), JSON, no compression. Pure. */
-export const decodeHead = (url: string, headers: IncomingMessage['headers']): E.Either<InboundError, string> => {
+/**
+ * CONTRACT 5.1, 6.5 and 7.2, before the body: topic once (and at most 1000 parameters), one the
+ * caller may write (when `callers` is set: `who` is the caller and its grant), JSON, no compression. Pure.
+ */
+export const decodeHead = (
+  url: string, headers: IncomingMessage['headers'], who?: { readonly caller: string; readonly grant: CallerGrant },
+): E.Either<InboundError, string> => {
   // every parameter of the raw query counts (CONTRACT 6.5): a second topic anywhere is refused
   const query = parseRawQuery(url);
   const topics = query.values('topic');
   const topic = topics[0];
   if (topics.length !== 1 || topic === undefined || topic === '' || query.count > MAX_QUERY_PARAMETERS) return E.left({ tag: 'missing_topic' });
+  if (who !== undefined && !mayWrite(who.grant, topic)) return E.left({ tag: 'forbidden_topic', caller: who.caller, topic });
   if (!isJsonMediaType(headers['content-type'])) return E.left({ tag: 'unsupported_media_type' });
   const encoding = headers['content-encoding'];
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') return E.left({ tag: 'unsupported_encoding' });
@@ -64,6 +71,8 @@ export const decodeHead = (url: string, headers: IncomingMessage['headers']): E.
 /** The rest of the table, once the body is read: JSON, an object or an array of them, a known topic, a valid key. Pure. */
 export const decodeRest = (
   d: Pick<InboundDeps, 'connectorId' | 'topics' | 'maxBatchItems'>, topic: string, body: { text: string; bytes: Buffer }, keyHeader: string | string[] | undefined,
+  /** CONTRACT 7.2: with `callers` set, the caller whose idempotency keys these are. */
+  keyOwner?: string,
 ): E.Either<InboundError, Decoded> => {
   let json: unknown;
   try {
@@ -77,7 +86,8 @@ export const decodeRest = (
   if (mappings === undefined) return E.left({ tag: 'unknown_topic', topic });
   if (keyHeader === undefined) return E.right({ topic, mappings, payload: payload.right });
   if (!validIdempotencyKey(keyHeader)) return E.left({ tag: 'invalid_idempotency_key' });
-  return E.right({ topic, mappings, payload: payload.right, idem: { key: idempotencyKey(d.connectorId, keyHeader), hash: requestHash(topic, body.bytes) } });
+  const key = keyOwner === undefined ? idempotencyKey(d.connectorId, keyHeader) : callerIdempotencyKey(d.connectorId, keyOwner, keyHeader);
+  return E.right({ topic, mappings, payload: payload.right, idem: { key, hash: requestHash(topic, body.bytes) } });
 };
 
 type Written = {
@@ -96,16 +106,19 @@ export const inboundRoutes = (d: InboundDeps): DataRoute[] => [
   { method: 'post', path: '/api/datapoints', handler: async (req, res, ctx) => {
     const outcome = await handle(d, req, res, ctx);
     if (E.isRight(outcome)) answered(d, res, outcome.right);
+    else if (outcome.left.tag === 'forbidden_topic') ctx.forbid(forbiddenTopicDetail(outcome.left.caller, outcome.left.topic));
     else failed(d, res, outcome.left);
   } },
 ];
 
 const handle = async (d: InboundDeps, req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<E.Either<InboundError, Written>> => {
-  const topic = decodeHead(req.url ?? '', req.headers);
+  // CONTRACT 7.2: with callers set, the grant decides the topic and the idempotency keys' owner
+  const who = ctx.grant !== undefined && ctx.caller !== undefined ? { caller: ctx.caller, grant: ctx.grant } : undefined;
+  const topic = decodeHead(req.url ?? '', req.headers, who);
   if (E.isLeft(topic)) return topic;
   const body = await readBody(req, res, d.maxBodyBytes, d.bodyBudget);
   if (!body.ok) return E.left(body.reason === 'busy' ? { tag: 'bodies_busy' } : body.reason === 'too_large' ? { tag: 'payload_too_large', maxBytes: d.maxBodyBytes } : { tag: 'body_aborted' });
-  const decoded = decodeRest(d, topic.right, body, req.headers['idempotency-key']);
+  const decoded = decodeRest(d, topic.right, body, req.headers['idempotency-key'], who?.caller);
   if (E.isLeft(decoded)) return decoded;
   const r = decoded.right;
   const opened = await d.store.session();

@@ -16,6 +16,18 @@ export const problem = (description: string) => ({
   content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
 });
 
+/**
+ * CONTRACT 7.2: what `callers` adds to an endpoint: 403 (a caller not listed, or one not granted
+ * `what`) and 429 (its `maxRequestsPerSecond` used up, with `Retry-After`).
+ */
+export const callerResponses = (what?: string) => ({
+  '403': problem(`callers is set and the caller is not listed in it${what !== undefined ? `, or may not ${what}` : ''}`),
+  '429': {
+    ...problem("callers is set and the caller's maxRequestsPerSecond is used up in this one-second window"),
+    headers: { 'Retry-After': { description: 'whole seconds until the next window (at least 1)', schema: { type: 'integer', minimum: 1 } } },
+  },
+});
+
 export const jsonError = (description: string) => ({
   description,
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
@@ -70,14 +82,14 @@ export const openApiDocument = (
         get: {
           operationId: 'getMetrics',
           summary: 'Prometheus metrics',
-          responses: { '200': { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } }, ...(secured ? { '401': problem('no valid API key') } : {}) },
+          responses: { '200': { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } }, ...(secured ? { '401': problem('no valid API key') } : {}), ...callerResponses() },
         },
       },
       '/openapi.json': {
         get: {
           operationId: 'getOpenApiDocument',
           summary: 'This document',
-          responses: { '200': { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } }, ...(secured ? { '401': problem('no valid API key') } : {}) },
+          responses: { '200': { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } }, ...(secured ? { '401': problem('no valid API key') } : {}), ...callerResponses() },
         },
       },
       ...Object.assign({}, ...parts.map((p) => p.paths)),

@@ -1,4 +1,4 @@
-import { jsonError, problem, type OpenApiPart } from './document';
+import { callerResponses, jsonError, problem, type OpenApiPart } from './document';
 
 /** The inbound connector's part of its OpenAPI document: POST /api/datapoints (an array body of at most `maxBatchItems` objects). */
 export const inboundOpenApi = (maxBatchItems: number): OpenApiPart => ({
@@ -32,6 +32,7 @@ export const inboundOpenApi = (maxBatchItems: number): OpenApiPart => ({
           '400': jsonError('missing_topic, invalid_json, invalid_body or invalid_idempotency_key'),
           '409': jsonError('idempotency_key_in_progress: a request with this Idempotency-Key is still being processed'),
           '401': problem('API keys are configured and none valid was given'),
+          ...callerResponses('write this topic (topics)'),
           '404': jsonError("unknown_topic: No mappings are configured for topic 'T'"),
           '413': jsonError('payload_too_large'),
           '415': jsonError('unsupported_media_type'),

@@ -1,5 +1,5 @@
 import { WEBHOOK_SHOWN_SCHEMA } from '../../config/webhookSettings';
-import { problem, type OpenApiPart } from './document';
+import { callerResponses, problem, type OpenApiPart } from './document';
 
 /** The outbound connector's part of its OpenAPI document: GET /api/datapoints, GET /api/webhooks, the webhook batch POST. */
 export const dataPointSchema = {
@@ -25,6 +25,7 @@ export const outboundOpenApi: OpenApiPart = {
         responses: {
           '200': { description: 'one entry per webhook, in configuration order', content: { 'application/json': { schema: { $ref: '#/components/schemas/WebhookStatusList' } } } },
           '401': problem('API keys are configured and none valid was given'),
+          ...callerResponses('operate the webhooks (operate)'),
           '503': problem('connector inactive'),
         },
       },
@@ -40,6 +41,7 @@ export const outboundOpenApi: OpenApiPart = {
             content: { 'application/json': { schema: { type: 'object', required: ['webhook', 'state'], properties: { webhook: { type: 'integer' }, state: { type: 'string', enum: ['queued'] } } } } },
           },
           '401': problem('API keys are configured and none valid was given'),
+          ...callerResponses('operate the webhooks (operate)'),
           '404': problem('no webhook has this index'),
           '409': problem('an interrogation of this webhook is already queued or running'),
           '503': problem('connector inactive'),
@@ -58,6 +60,7 @@ export const outboundOpenApi: OpenApiPart = {
           '200': { description: 'matching points', content: { 'application/json': { schema: { $ref: '#/components/schemas/DataPointList' } } } },
           '400': { description: 'invalid_casdu or invalid_ioa', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
           '401': problem('API keys are configured and none valid was given'),
+          ...callerResponses('read data points (no casdu granted), or asked for a casdu outside its casdu; a read of several casdus returns only those granted'),
           '503': problem('connector inactive, or data store not connected'),
         },
       },

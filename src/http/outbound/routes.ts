@@ -6,7 +6,9 @@ import { processImageKey } from '../../mapping/keys';
 import type { Logger } from 'pino';
 import type { Metrics } from '../../telemetry/metrics';
 import { decodeAddressQuery, scanPattern } from './query';
-import { keyOf } from '../../streams/image/address';
+import { IOA_SPAN, keyOf } from '../../streams/image/address';
+import { inRanges } from '../../streams/webhook/filter';
+import type { RequestContext } from '../app/app';
 import { COLLECT_EVERY, findAddresses, isJsonObjectText } from '../../streams/image/image';
 import { parseRawQuery } from '../app/query';
 import { NOT_CONNECTED, sendError, sendJsonText, sendProblem } from '../app/problem';
@@ -125,12 +127,18 @@ const streamPoints = async (d: OutboundDeps, res: ServerResponse, addresses: Flo
 };
 
 export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
-  { method: 'get', path: '/api/datapoints', handler: async (req, res) => {
+  { method: 'get', path: '/api/datapoints', handler: async (req, res, ctx) => {
     const collectEvery = d.collectEvery ?? COLLECT_EVERY;
+    // CONTRACT 7.2: with callers set, the casdus this caller may read (none granted: no read at all)
+    const readable = ctx.grant === undefined ? undefined : ctx.grant.casdu ?? null;
+    if (readable === null) return ctx.forbid(`caller '${ctx.caller}' may not read data points`);
     const filter = decodeAddressQuery(parseRawQuery(req.url ?? ''));
     if (E.isLeft(filter)) {
       sendError(res, 400, filter.left.code, filter.left.message);
       return;
+    }
+    if (readable !== undefined && filter.right.casdu !== undefined && !inRanges(readable, filter.right.casdu)) {
+      return ctx.forbid(`caller '${ctx.caller}' may not read casdu ${filter.right.casdu}`);
     }
     if (!d.isConnected()) {
       sendProblem(res, 503, NOT_CONNECTED);
@@ -167,6 +175,8 @@ export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
       }
       addresses = await findAddresses(d.redis, scanPattern(f), () => left || !res.writable, d.collect, collectEvery);
       if (addresses === null) return;
+      // a read of several casdus keeps only those granted, before any value is fetched
+      if (readable !== undefined && f.casdu === undefined) addresses = addresses.filter((a) => inRanges(readable, Math.floor(a / IOA_SPAN)));
     } catch (err) {
       d.log.warn({ err: (err as Error).message }, 'reading data points failed');
       sendProblem(res, 503, NOT_CONNECTED);
@@ -188,11 +198,19 @@ export const outboundRoutes = (d: OutboundDeps): DataRoute[] => [
   } },
 ];
 
+/** CONTRACT 7.2: whether the caller may operate the webhooks; when it may not, it has been answered 403. */
+const operates = (ctx: RequestContext): boolean => {
+  if (ctx.grant === undefined || ctx.grant.operate) return true;
+  ctx.forbid(`caller '${ctx.caller}' may not operate the webhooks`);
+  return false;
+};
+
 /** CONTRACT 4.4: `GET /api/webhooks`, the delivery status of every configured webhook. */
 export const webhooksRoute = (board: () => readonly object[]): DataRoute => ({
   method: 'get',
   path: '/api/webhooks',
-  handler: (_req, res) => {
+  handler: (_req, res, ctx) => {
+    if (!operates(ctx)) return;
     sendJsonText(res, 200, JSON.stringify({ webhooks: board() }));
   },
 });
@@ -204,7 +222,8 @@ export const webhooksRoute = (board: () => readonly object[]): DataRoute => ({
 export const interrogationRoute = (ask: (index: number) => 'queued' | 'not_found' | 'busy'): DataRoute => ({
   method: 'post',
   path: '/api/webhooks/:index/interrogation',
-  handler: (req, res) => {
+  handler: (req, res, ctx) => {
+    if (!operates(ctx)) return;
     const m = /^\/api\/webhooks\/([^/?]*)\/interrogation\/?(?:\?|$)/i.exec(req.url ?? '');
     const raw = m?.[1] ?? '';
     const index = /^[0-9]{1,9}$/.test(raw) ? Number(raw) : -1;

@@ -1,0 +1,121 @@
+import { makeRateWindow } from '../src/http/app/rateWindow';
+import { makeRefusals } from '../src/http/app/refusals';
+import { makeMetrics } from '../src/telemetry/metrics';
+import { privateRedis } from './helpers/redis';
+import type { ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+
+/**
+ * CONTRACT 7.2: `maxRequestsPerSecond` counted in a private Redis in windows of whole Unix seconds
+ * (the clock is the test's), and refusals logged at most once a second per caller and reason.
+ */
+const r = privateRedis();
+afterEach(async () => {
+  await r.client.flushall();
+});
+
+const verdicts = (vs: Array<{ allowed: boolean }>) => vs.map((v) => (v.allowed ? 'ok' : 'no')).join(' ');
+
+it('N requests of a window pass, in their order; the rest are refused with Retry-After until the window ends', async () => {
+  let now = 1_700_000_000_250;
+  const take = makeRateWindow({ redis: r.client, isConnected: () => true, connectorId: 'rt', now: () => now });
+  const first = await Promise.all(Array.from({ length: 7 }, () => take('scada-a', 3)));
+  expect(verdicts(first)).toBe('ok ok ok no no no no');
+  expect(first[3]).toEqual({ allowed: false, retryAfterSeconds: 1 });
+  expect(await r.client.get('connectors:rt:rate:scada-a:1700000000')).toBe('7');
+  // the counter lives two seconds at most
+  const ttl = await r.client.pttl('connectors:rt:rate:scada-a:1700000000');
+  expect(ttl).toBeGreaterThan(0);
+  expect(ttl).toBeLessThanOrEqual(2000);
+  // used up: refused here, without another count
+  now += 500;
+  expect(await take('scada-a', 3)).toEqual({ allowed: false, retryAfterSeconds: 1 });
+  expect(await r.client.get('connectors:rt:rate:scada-a:1700000000')).toBe('7');
+  // another caller has its own window; the next second is a new one
+  expect((await take('historian', 3)).allowed).toBe(true);
+  now += 500;
+  expect(verdicts(await Promise.all([take('scada-a', 3), take('scada-a', 3)]))).toBe('ok ok');
+  expect(await r.client.get('connectors:rt:rate:scada-a:1700000001')).toBe('2');
+});
+
+it('two replicas share the count: what both let through in a window is N', async () => {
+  const now = () => 1_700_000_100_000;
+  const a = makeRateWindow({ redis: r.client, isConnected: () => true, connectorId: 'two', now });
+  const other = r.redis.client();
+  try {
+    const b = makeRateWindow({ redis: other, isConnected: () => true, connectorId: 'two', now });
+    const all = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a : b)('gw', 10)));
+    expect(all.filter((v) => v.allowed)).toHaveLength(10);
+    expect(await r.client.get('connectors:two:rate:gw:1700000100')).not.toBeNull();
+  } finally {
+    other.disconnect();
+  }
+});
+
+it('requests that arrive while a count is in flight are counted together by the next one', async () => {
+  const sent: string[] = [];
+  const spy = r.redis.client();
+  try {
+    await spy.monitor().then((m) => m.on('monitor', (_t: string, args: string[]) => sent.push(args.join(' '))));
+    const take = makeRateWindow({ redis: r.client, isConnected: () => true, connectorId: 'co', now: () => 1_700_000_200_000 });
+    const all = await Promise.all(Array.from({ length: 20 }, () => take('gw', 100)));
+    expect(all.every((v) => v.allowed)).toBe(true);
+    await new Promise((res) => setTimeout(res, 100));
+    // MONITOR shows the script's own commands: the first request raised alone, the 19 that came meanwhile together
+    const raises = sent.filter((c) => c.startsWith('INCRBY connectors:co:rate:gw:1700000200 ')).map((c) => c.split(' ')[2]);
+    expect(raises).toEqual(['1', '19']);
+    expect(await r.client.get('connectors:co:rate:gw:1700000200')).toBe('20');
+  } finally {
+    spy.disconnect();
+  }
+});
+
+it('without a data store connection the request goes on, and nothing is counted', async () => {
+  const take = makeRateWindow({ redis: r.client, isConnected: () => false, connectorId: 'off', now: () => 1_700_000_300_000 });
+  expect(verdicts(await Promise.all([take('gw', 1), take('gw', 1), take('gw', 1)]))).toBe('ok ok ok');
+  expect(await r.client.keys('connectors:off:*')).toEqual([]);
+});
+
+it('a count that fails lets its requests go on', async () => {
+  const broken = r.redis.client();
+  await broken.quit();
+  const take = makeRateWindow({ redis: broken, isConnected: () => true, connectorId: 'err', now: () => 1_700_000_400_000 });
+  expect(verdicts(await Promise.all([take('gw', 1), take('gw', 1)]))).toBe('ok ok');
+});
+
+describe('refusals', () => {
+  const fakeRes = () => {
+    const res = { statusCode: 0, headers: {} as Record<string, unknown>, body: '', setHeader(n: string, v: unknown) { this.headers[n.toLowerCase()] = v; }, end(b: string) { this.body = b; } };
+    return res;
+  };
+  it('every refusal is counted and answered; the warn line comes at most once a second per caller and reason, with how many it left out', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const log = { warn: (o: Record<string, unknown>, msg: string) => lines.push({ ...o, msg }) } as unknown as Logger;
+    const metrics = makeMetrics({ kind: 'inbound', id: 'x', version: 't' });
+    let now = 10_000;
+    const refuse = makeRefusals(log, metrics, () => now);
+    const answers = [];
+    for (let i = 0; i < 5; i++) {
+      const res = fakeRes();
+      refuse(res as unknown as ServerResponse, 'gw', 'rate_limited', 'too many', { 'Retry-After': '1' });
+      answers.push(res);
+      now += 100;
+    }
+    const res = fakeRes();
+    refuse(res as unknown as ServerResponse, 'gw', 'forbidden', 'no');
+    refuse(fakeRes() as unknown as ServerResponse, undefined, 'forbidden', 'nobody');
+    now += 600; // 1,100 ms after the first line
+    refuse(fakeRes() as unknown as ServerResponse, 'gw', 'rate_limited', 'too many', { 'Retry-After': '1' });
+    expect(answers.map((a) => a.statusCode)).toEqual([429, 429, 429, 429, 429]);
+    expect(answers[0]!.headers['retry-after']).toBe('1');
+    expect(JSON.parse(answers[0]!.body)).toEqual({ type: 'about:blank', title: 'Too Many Requests', status: 429, detail: 'too many' });
+    expect(res.statusCode).toBe(403);
+    expect(lines.map((l) => [l.caller, l.reason, l.refusedSinceLastLine])).toEqual([
+      ['gw', 'rate_limited', undefined], ['gw', 'forbidden', undefined], ['-', 'forbidden', undefined], ['gw', 'rate_limited', 4],
+    ]);
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('http_requests_refused_total{caller="gw",reason="rate_limited"} 6');
+    expect(text).toContain('http_requests_refused_total{caller="gw",reason="forbidden"} 1');
+    expect(text).toContain('http_requests_refused_total{caller="-",reason="forbidden"} 1');
+  });
+});
