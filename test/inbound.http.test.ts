@@ -250,7 +250,7 @@ describe('POST /api/datapoints: writes', () => {
     expect(metrics).toMatch(/http_requests_total\{route="\/api\/datapoints",method="POST",status="422"\} [1-9]/);
     const doc = (await request(`${app.url}/openapi.json`)).json();
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.paths['/api/datapoints'].post.responses).sort()).toEqual(['200', '400', '401', '404', '409', '413', '415', '422', '503']);
+    expect(Object.keys(doc.paths['/api/datapoints'].post.responses).sort()).toEqual(['200', '400', '401', '403', '404', '409', '413', '415', '422', '429', '503']);
     expect(doc.components.schemas.InboundFailure.properties.succeeded.items.required).toEqual(['signalId']);
   });
 });

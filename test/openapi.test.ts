@@ -66,6 +66,20 @@ describe.each(['outbound', 'inbound'] as const)('%s document', (kind) => {
   });
 });
 
+it('CONTRACT 7.2: every endpoint that needs authentication documents 403 and 429 (with Retry-After); the health endpoints neither', () => {
+  for (const kind of ['outbound', 'inbound'] as const) {
+    for (const [path, item] of Object.entries(docs[kind].paths as Record<string, Record<string, { responses: Record<string, any> }>>)) {
+      for (const op of Object.values(item)) {
+        const guarded = !path.startsWith('/health/');
+        expect([path, '403' in op.responses, '429' in op.responses]).toEqual([path, guarded, guarded]);
+        if (guarded) expect(op.responses['429'].headers['Retry-After'].schema).toEqual({ type: 'integer', minimum: 1 });
+      }
+    }
+  }
+  expect(docs.inbound.paths['/api/datapoints'].post.responses['403'].description).toContain('may not write this topic');
+  expect(docs.outbound.paths['/api/webhooks'].get.responses['403'].description).toContain('operate');
+});
+
 it('the inbound body is open (an object, or 1 to Http:MaxBatchItems of them), the outbound query parameters are integers with ranges, and the webhook POST is described', () => {
   expect(docs.inbound.paths['/api/datapoints'].post.requestBody.content['application/json'].schema).toEqual({
     oneOf: [{ type: 'object', additionalProperties: true }, { type: 'array', minItems: 1, maxItems: 1000, items: { type: 'object', additionalProperties: true } }],
