@@ -90,11 +90,11 @@ describe('metrics as Prometheus sees them', () => {
 describe('alert rules (deploy/prometheus)', () => {
   it('pass promtool check rules and promtool test rules', () => {
     const cwd = join(root, 'deploy', 'prometheus');
-    expect(execFileSync('promtool', ['check', 'rules', 'alerts.yml'], { cwd, encoding: 'utf8' })).toMatch(/SUCCESS: 12 rules found/);
+    expect(execFileSync('promtool', ['check', 'rules', 'alerts.yml'], { cwd, encoding: 'utf8' })).toMatch(/SUCCESS: 14 rules found/);
     expect(execFileSync('promtool', ['test', 'rules', 'alerts.test.yml'], { cwd, encoding: 'utf8' })).toMatch(/SUCCESS/);
   });
 
-  it('cover the data store, dead letters, open circuits, backlog drops, lag, lost entries, inbound 5xx, Redis memory (policy, evictions, OOM) and late deliveries, with metrics the connectors export', async () => {
+  it('cover the data store, dead letters, open circuits, backlog drops, lag, lost entries, inbound 5xx, Redis memory (policy, evictions, OOM) and late deliveries, callers refused or rate-limited in bursts, with metrics the connectors export', async () => {
     const doc = parseAllDocuments(read('deploy/prometheus/alerts.yml'))[0]!.toJS() as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
     const rules = doc.groups.flatMap((g) => g.rules);
     const exported = new Set([...(await exportedNames('outbound')), ...(await exportedNames('inbound'))]);
@@ -103,7 +103,7 @@ describe('alert rules (deploy/prometheus)', () => {
     expect(new Set(used)).toEqual(new Set([
       'datastore_connected', 'webhook_deadlettered_total', 'webhook_state', 'webhook_deadletter_dropped_total', 'stream_group_lag', 'stream_length',
       'stream_entries_lost_total', 'http_requests_total', 'datastore_eviction_policy_safe', 'datastore_evicted_keys_total', 'datastore_out_of_memory_errors_total',
-      'webhook_delivery_lag_seconds_bucket',
+      'webhook_delivery_lag_seconds_bucket', 'http_requests_refused_total',
     ]));
   });
 });
@@ -119,12 +119,12 @@ describe('Grafana dashboard (deploy/grafana/rest-connectors.json)', () => {
     expect(metricNamesIn('sum by (le) (rate(nope_total{a="b"}[5m]))')).toEqual(['nope_total']); // the check can fail
   });
 
-  it('shows inbound rate and outcomes, GET latency, per-webhook deliveries, latency, queue, state, backlog, dead letters, lag and formats\' failures', () => {
+  it('shows inbound rate and outcomes, GET latency, per-webhook deliveries, latency, queue, state, backlog, dead letters, lag, formats\' failures and callers\' refusals', () => {
     const used = new Set(exprs.flatMap(metricNamesIn));
     for (const name of [
       'inbound_requests_total', 'inbound_mappings_total', 'http_request_duration_seconds_bucket', 'webhook_deliveries_total', 'webhook_request_duration_seconds_bucket',
       'webhook_queue_depth', 'webhook_deadlettered_total', 'webhook_state', 'webhook_backlog_batches', 'stream_group_lag', 'rest_connector_info',
-      'webhook_delivery_lag_seconds_bucket', 'webhook_render_failures_total', 'webhook_points_skipped_total',
+      'webhook_delivery_lag_seconds_bucket', 'webhook_render_failures_total', 'webhook_points_skipped_total', 'http_requests_refused_total',
     ]) {
       expect([name, used.has(name)]).toEqual([name, true]);
     }
