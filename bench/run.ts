@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- scenario …]`: every figure of ours next to a baseline measured in the same
- * run, as a ratio. Scenarios: inbound-10-mappings, inbound-arrays, inbound-wait-replicas, inbound-https, tracing, interrogation-1m, get-all-100k, get-one, get-all-1m, push-5-webhooks, push-cpu-per-point,
+ * run, as a ratio. Scenarios: inbound-10-mappings, inbound-arrays, inbound-callers, inbound-wait-replicas, inbound-https, tracing, interrogation-1m, get-all-100k, get-one, get-all-1m, push-5-webhooks, push-cpu-per-point,
  * push-one-dead-webhook, push-outage-recovery, push-50-filtered. BENCH_SECONDS shortens the load phases (default 10).
  */
 import autocannon from 'autocannon';
@@ -112,6 +112,38 @@ const inbound = async (r: Redises) => {
   const met = Number(ratios['CPU per request ratio']) <= 0.8 && Number(ratios['p99 ratio']) <= 1.2 && Number(ratios['req/s ratio']) >= 0.9;
   printTable('inbound-10-mappings ratio, best run of each (targets: CPU per request <= 0.8, p99 <= 1.2, req/s >= 0.9)', [{ ...ratios, 'targets met': String(met) }]);
   return { ...result, payloadBytes: Buffer.byteLength(body) };
+};
+
+/**
+ * inbound-callers (issue 37, CONTRACT 7.2): the inbound-10-mappings load with `callers` set — the
+ * caller granted its topic and a `maxRequestsPerSecond` never reached, so every request is counted
+ * in Redis — next to the same load on a connector with the same API key and no `callers`, in the
+ * same run. Target: req/s >= 0.9x.
+ */
+const inboundCallers = async (r: Redises) => {
+  const body = benchPayload();
+  const opts = { method: 'POST' as const, headers: { 'content-type': 'application/json', 'x-api-key': 'bench-key' }, body };
+  const env = { Authentication__ApiKeys: 'gateway=bench-key' };
+  const callers = { gateway: { topics: ['bench'], maxRequestsPerSecond: 1_000_000 } };
+  await r.client.flushall();
+  const result = await withConnector(r, 'inbound', 'bench-callers', { mappings: benchMappingsConfig(), callers }, env, (withBase, withProcess) =>
+    withConnector(r, 'inbound', 'bench-nocallers', { mappings: benchMappingsConfig() }, env, async (plainBase, plainProcess) => {
+      for (const b of [withBase, plainBase]) {
+        const check = await load({ ...opts, url: `${b}/api/datapoints?topic=bench`, duration: 1 });
+        if (check.non2xx > 0) throw new Error(`${b} did not answer 200 to the bench payload`);
+      }
+      // the limit is really counted: the last second's window is in Redis
+      if ((await r.client.keys('connectors:bench-callers:rate:gateway:*')).length === 0) throw new Error('no rate window was counted in Redis');
+      return compareLoads(
+        { url: `${withBase}/api/datapoints?topic=bench`, pid: withProcess.pid! }, { url: `${plainBase}/api/datapoints?topic=bench`, pid: plainProcess.pid! }, opts,
+        { ours: 'callers + rate limit', baseline: 'no callers' },
+      );
+    }),
+  );
+  printTable(`inbound-callers (callers with a rate limit never reached vs none; same API key; 50 connections, ${SECONDS} s a run)`, result.runs);
+  const ratios = ratioRow(result.ours, result.baseline);
+  printTable('inbound-callers ratio, best run of each (target: req/s >= 0.9)', [{ ...ratios, 'targets met': String(Number(ratios['req/s ratio']) >= 0.9) }]);
+  return result;
 };
 
 /**
@@ -768,6 +800,7 @@ const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'inbound-10-mappings': inbound,
   'inbound-wait-replicas': inboundWaitReplicas,
   'inbound-https': inboundHttps,
+  'inbound-callers': inboundCallers,
   'inbound-arrays': (r) => inboundArrays(r, { load: (o) => load(o as unknown as autocannon.Options), withConnector, withBaselineServer }),
   'get-all-100k': getAllOf(100_000, 'get-all-100k', { time: 1.3, growthMb: 60 }),
   'get-all-1m': getAllOf(1_000_000, 'get-all-1m', { time: 1.0, growthMb: 50 }),
