@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { Connector, eventually, runCli } from './helpers/cli';
@@ -43,6 +44,27 @@ const start = async (kind: 'inbound' | 'outbound', config: Record<string, unknow
   running.push(c);
   await c.waitForLog((l) => l.msg === `${kind} connector listening`);
   return { c, url: `http://127.0.0.1:${port}` };
+};
+
+/** A GET over https as a client of the test CA (`redis.test` is the server certificate's name), with a client certificate or none. */
+const httpsGet = (port: number, path: string, client?: { cert: string; key: string }, method = 'GET') =>
+  new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = httpsRequest({
+      host: '127.0.0.1', port, path, method, servername: 'redis.test', ca: readFileSync(certs.ca), agent: false,
+      ...(client !== undefined ? { cert: readFileSync(client.cert), key: readFileSync(client.key) } : {}),
+    }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+
+/** Two points in each of the casdus 5, 10, 15, 19, 20 and 30. */
+const point = (casdu: number, ioa: number) => JSON.stringify({ casdu, ioa, type: 36, value: casdu + ioa / 10, timestamp: '2026-11-27T00:00:00.000Z', source: 't' });
+const seed = async () => {
+  for (const casdu of [5, 10, 15, 19, 20, 30]) for (const ioa of [1, 2]) await r.client.set(`process:image:casdu:${casdu}:ioa:${ioa}`, point(casdu, ioa));
 };
 
 const post = (url: string, topic: string | undefined, body: unknown, headers: Record<string, string>) =>
@@ -141,10 +163,6 @@ describe('inbound', () => {
 });
 
 describe('outbound', () => {
-  const point = (casdu: number, ioa: number) => JSON.stringify({ casdu, ioa, type: 36, value: casdu + ioa / 10, timestamp: '2026-11-27T00:00:00.000Z', source: 't' });
-  const seed = async () => {
-    for (const casdu of [5, 10, 15, 19, 20, 30]) for (const ioa of [1, 2]) await r.client.set(`process:image:casdu:${casdu}:ioa:${ioa}`, point(casdu, ioa));
-  };
   const casdus = (reply: Reply) => (reply.json() as { datapoints: Array<{ casdu: number; ioa: number }> }).datapoints.map((p) => `${p.casdu}/${p.ioa}`);
 
   it('GET /api/datapoints: a full read streams only the granted casdus; an explicit casdu outside them, or no casdu granted, is 403', async () => {
@@ -190,18 +208,7 @@ describe('outbound', () => {
     });
     running.push(c);
     await c.waitForLog((l) => l.msg === 'outbound connector listening');
-    const get = (path: string, withCert: boolean) => new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = httpsRequest({
-        host: '127.0.0.1', port: https, path, servername: 'redis.test', ca: readFileSync(certs.ca), agent: false,
-        ...(withCert ? { cert: readFileSync(certs.clientCert), key: readFileSync(certs.clientKey) } : {}),
-      }, (res) => {
-        let body = '';
-        res.on('data', (d: Buffer) => (body += d.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
-      req.on('error', reject);
-      req.end();
-    });
+    const get = (path: string, withCert: boolean) => httpsGet(https, path, withCert ? { cert: certs.clientCert, key: certs.clientKey } : undefined);
     const mine = await get('/api/datapoints', true);
     expect(mine.status).toBe(200);
     expect((JSON.parse(mine.body) as { datapoints: Array<{ casdu: number }> }).datapoints.map((p) => p.casdu)).toEqual([30, 30]);
@@ -269,5 +276,50 @@ describe('maxRequestsPerSecond', () => {
     } finally {
       await r.redis.start();
     }
+  });
+});
+
+describe("the README's worked example (Callers: each caller only what it needs)", () => {
+  it('a SCADA gateway, a historian with a client certificate and an operator get what the README says', async () => {
+    const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Callers: each caller only what it needs'));
+    const example = JSON.parse(/```json\n([\s\S]*?)```/.exec(section)![1]!) as { callers: Record<string, unknown> };
+    expect(Object.keys(example.callers)).toEqual(['scada-a', 'historian', 'operator']);
+    // the README's keys, and a client certificate whose CN is "historian"
+    const keys = /Authentication__ApiKeys=(\S+)/.exec(section)![1]!;
+    writeFileSync(join(certs.dir, 'historian.ext'), 'extendedKeyUsage=clientAuth\n');
+    const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: certs.dir, stdio: 'ignore' });
+    ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'historian.key', '-out', 'historian.csr', '-subj', '/CN=historian');
+    ssl('x509', '-req', '-in', 'historian.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'historian.crt', '-days', '2', '-extfile', 'historian.ext');
+    const historian = { cert: join(certs.dir, 'historian.crt'), key: join(certs.dir, 'historian.key') };
+    await seed();
+    const inPort = await freePort();
+    await r.client.set('connectors:ex-in:config', JSON.stringify({
+      hostUrls: [`http://127.0.0.1:${inPort}`], callers: example.callers,
+      mappings: ['plant-a/line-1', 'plant-b'].map((topic, i) => ({ name: `m${i}`, topic, casdu: 10, ioa: 100 + i, type: 36, valuePath: 'v' })),
+    }));
+    const [outHttp, outHttps] = [await freePort(), await freePort()];
+    await r.client.set('connectors:ex-out:config', JSON.stringify({
+      hostUrls: [`http://127.0.0.1:${outHttp}`, `https://127.0.0.1:${outHttps}`], callers: example.callers, webhooks: [{ url: 'http://127.0.0.1:9/ingest' }],
+    }));
+    const env = { ConnectionStrings__Datastore: r.redis.url, Authentication__ApiKeys: keys };
+    const inbound = new Connector('inbound', { Id: 'ex-in', ...env });
+    const outbound = new Connector('outbound', { Id: 'ex-out', ...env, Http__TlsCertFile: certs.serverCert, Http__TlsKeyFile: certs.serverKey, Http__ClientCaFile: certs.ca });
+    running.push(inbound, outbound);
+    await inbound.waitForLog((l) => l.msg === 'inbound connector listening');
+    await outbound.waitForLog((l) => l.msg === 'outbound connector listening');
+    const scada = { 'X-Api-Key': 'k-scada' };
+    const inUrl = `http://127.0.0.1:${inPort}`;
+    expect((await post(inUrl, 'plant-a/line-1', { v: 1 }, scada)).status).toBe(200);
+    expect(detail(await post(inUrl, 'plant-b', { v: 1 }, scada))).toBe("caller 'scada-a' may not write topic 'plant-b'");
+    const all = await httpsGet(outHttps, '/api/datapoints', historian);
+    expect(all.status).toBe(200);
+    expect([...new Set((JSON.parse(all.body) as { datapoints: Array<{ casdu: number }> }).datapoints.map((p) => p.casdu))]).toEqual([10, 15, 19, 30]);
+    const five = await httpsGet(outHttps, '/api/datapoints?casdu=5', historian);
+    expect([five.status, JSON.parse(five.body).detail]).toEqual([403, "caller 'historian' may not read casdu 5"]);
+    const hooks = await httpsGet(outHttps, '/api/webhooks', historian);
+    expect([hooks.status, JSON.parse(hooks.body).detail]).toEqual([403, "caller 'historian' may not operate the webhooks"]);
+    expect((await request(`http://127.0.0.1:${outHttp}/api/webhooks`, { headers: { 'X-Api-Key': 'k-op' } })).status).toBe(200);
+    expect((await request(`http://127.0.0.1:${outHttp}/api/webhooks/0/interrogation`, { method: 'POST', headers: { 'X-Api-Key': 'k-op' } })).status).toBe(202);
   });
 });

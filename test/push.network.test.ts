@@ -41,7 +41,11 @@ it('connections checked on the resolved address: allowed delivered, refused dead
       expect([w, new RegExp(`^webhook_deliveries_total\\{webhook="${w}",[^}]*outcome="deadlettered"\\} [1-9]`, 'm').test(metrics)]).toEqual([w, true]);
       expect([w, new RegExp(`^webhook_deadlettered_total\\{webhook="${w}",[^}]*reason="refused"\\} [1-9]`, 'm').test(metrics)]).toEqual([w, true]);
     }
-    // logged as errors naming the webhook, its host and the address
+    // GET /api/webhooks shows why: the refused address as the webhook's last error
+    const board = (await (await fetch(`${base}/api/webhooks`)).json()) as { webhooks: Array<{ lastError: string | null; state: string }> };
+    expect(board.webhooks.map((w) => w.lastError)).toEqual([
+      null, 'connection to 127.0.0.1 refused: not in Webhooks:AllowedNetworks', `token endpoint ${tokenHost}: connection to 127.0.0.1 refused: not in Webhooks:AllowedNetworks`,
+    ]);
     // logged as errors naming the webhook, its host and the address, and why
     const lines = c.logs().filter((l) => l.level === 'error' && l.msg === 'batch dead-lettered to the webhook backlog');
     expect(lines.some((l) => l.webhook === 1 && new URL(String(l.url)).host === new URL(named(loopback.url)).host && l.error === 'connection to 127.0.0.1 refused: not in Webhooks:AllowedNetworks')).toBe(true);
