@@ -5,7 +5,7 @@ import { Connector, eventually, runCli } from './helpers/cli';
 import { makeCerts, type Certs } from './helpers/ha';
 import { postJson, request, type Reply } from './helpers/http';
 import { freePort, privateRedis } from './helpers/redis';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -159,6 +159,7 @@ describe('inbound', () => {
     const v = await runCli(['config', 'validate', join(dir, 'c.json')]);
     expect([v.code, v.stderr]).toEqual([2, expect.stringContaining('callers: set, but no authentication is configured')]);
     expect((await runCli(['config', 'validate', join(dir, 'c.json')], { Authentication__ApiKeys: 'a=k' })).code).toBe(0);
+    rmSync(dir, { recursive: true, force: true });
   });
 });
 

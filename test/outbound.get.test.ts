@@ -144,7 +144,7 @@ describe('GET /api/datapoints: reading', () => {
 
   it('documents the endpoint and the data point schema in /openapi.json', async () => {
     const doc = (await request(`${app.url}/openapi.json`)).json();
-    expect(Object.keys(doc.paths['/api/datapoints'].get.responses).sort()).toEqual(['200', '400', '401', '503']);
+    expect(Object.keys(doc.paths['/api/datapoints'].get.responses).sort()).toEqual(['200', '400', '401', '403', '429', '503']);
     expect(doc.components.schemas.DataPoint.required).toEqual(['casdu', 'ioa', 'type', 'value', 'timestamp', 'source']);
   });
 });
