@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { makeRateWindow } from '../src/http/app/rateWindow';
 import { makeRefusals } from '../src/http/app/refusals';
 import { makeMetrics } from '../src/telemetry/metrics';
@@ -61,8 +62,8 @@ it('requests that arrive while a count is in flight are counted together by the 
     const all = await Promise.all(Array.from({ length: 20 }, () => take('gw', 100)));
     expect(all.every((v) => v.allowed)).toBe(true);
     await new Promise((res) => setTimeout(res, 100));
-    // MONITOR shows the script's own commands: the first request raised alone, the 19 that came meanwhile together
-    const raises = sent.filter((c) => c.startsWith('INCRBY connectors:co:rate:gw:1700000200 ')).map((c) => c.split(' ')[2]);
+    // the first request raised alone, the 19 that came meanwhile together
+    const raises = sent.filter((c) => /^incrby connectors:co:rate:gw:1700000200 /i.test(c)).map((c) => c.split(' ')[2]);
     expect(raises).toEqual(['1', '19']);
     expect(await r.client.get('connectors:co:rate:gw:1700000200')).toBe('20');
   } finally {
@@ -76,11 +77,34 @@ it('without a data store connection the request goes on, and nothing is counted'
   expect(await r.client.keys('connectors:off:*')).toEqual([]);
 });
 
-it('a count that fails lets its requests go on', async () => {
+it('a count that fails lets its requests go on, and says so at most once every 10 s', async () => {
   const broken = r.redis.client();
   await broken.quit();
-  const take = makeRateWindow({ redis: broken, isConnected: () => true, connectorId: 'err', now: () => 1_700_000_400_000 });
+  let now = 1_700_000_400_000;
+  const failures: string[] = [];
+  const take = makeRateWindow({ redis: broken, isConnected: () => true, connectorId: 'err', now: () => now, countFailed: (e) => failures.push(e) });
   expect(verdicts(await Promise.all([take('gw', 1), take('gw', 1)]))).toBe('ok ok');
+  now += 9_000;
+  expect((await take('gw', 1)).allowed).toBe(true);
+  expect(failures).toEqual(['Connection is closed.']);
+  now += 1_000;
+  expect((await take('gw', 1)).allowed).toBe(true);
+  expect(failures).toHaveLength(2);
+});
+
+it('a count refused by Redis (an ACL without INCRBY) lets its requests go on and is reported', async () => {
+  await r.client.call('ACL', 'SETUSER', 'no-incrby', 'on', '>pw', '~*', '+@all', '-incrby');
+  const user = new Redis({ port: r.redis.port, host: '127.0.0.1', protocol: 2, username: 'no-incrby', password: 'pw' });
+  try {
+    const failures: string[] = [];
+    const take = makeRateWindow({ redis: user, isConnected: () => true, connectorId: 'acl', countFailed: (e) => failures.push(e) });
+    expect(verdicts(await Promise.all([take('gw', 1), take('gw', 1)]))).toBe('ok ok');
+    expect(failures).toHaveLength(1);
+    expect(failures[0]).toMatch(/NOPERM|EXECABORT/);
+  } finally {
+    user.disconnect();
+    await r.client.call('ACL', 'DELUSER', 'no-incrby');
+  }
 });
 
 describe('refusals', () => {

@@ -38,10 +38,10 @@ it('the README\'s ACL user runs both connectors and the operator commands, and i
     const inPort = await freePort();
     const outPort = await freePort();
     const mappings = [{ name: 'm', topic: 't', casdu: 3, ioa: 1, type: 36, valuePath: 'v' }];
-    const set = async (id: string, settings: object) => {
+    const set = async (id: string, settings: object, more: Record<string, string> = {}) => {
       const file = join(r.redis.dir, `${id}.json`);
       require('node:fs').writeFileSync(file, JSON.stringify(settings));
-      const done = await runCli(['config', 'set', '--id', id, file], env);
+      const done = await runCli(['config', 'set', '--id', id, file], { ...env, ...more });
       expect([done.code, done.stderr]).toEqual([0, '']);
     };
     await set('acl-in', { hostUrls: [`http://127.0.0.1:${inPort}`], mappings });
@@ -78,9 +78,22 @@ it('the README\'s ACL user runs both connectors and the operator commands, and i
     expect((await runCli(['deadletter', 'purge', '--id', 'acl-out'], env)).code).toBe(0);
     expect((await request(`${out}/metrics`)).status).toBe(200);
 
+    // callers with a rate limit (CONTRACT 7.2): the count works under the ACL user — 429 beyond it
+    const ratePort = await freePort();
+    const keys = { Authentication__ApiKeys: 'gw=k-gw' };
+    await set('acl-rate', { hostUrls: [`http://127.0.0.1:${ratePort}`], mappings, callers: { gw: { topics: ['t'], maxRequestsPerSecond: 2 } } }, keys);
+    const limited = new Connector('inbound', { Id: 'acl-rate', ...env, ...keys });
+    running.push(limited);
+    await limited.waitForLog((l) => l.msg === 'inbound connector listening');
+    const burst = await Promise.all(Array.from({ length: 10 }, (_, v) => postJson(`http://127.0.0.1:${ratePort}/api/datapoints?topic=t`, { v }, { 'X-Api-Key': 'k-gw' })));
+    // ten at once, two a window: at least four refused even if they straddle three windows
+    expect(burst.filter((x) => x.status === 429).length).toBeGreaterThanOrEqual(4);
+    expect(burst.every((x) => x.status === 200 || x.status === 429)).toBe(true);
+    expect(limited.logs().filter((l) => String(l.msg).startsWith("counting a caller's requests failed"))).toEqual([]);
+
     // nothing the connectors did was refused
     expect(await r.client.call('ACL', 'LOG')).toEqual([]);
-    expect([inbound.stderr, outbound.stderr]).toEqual(['', '']);
+    expect([inbound.stderr, outbound.stderr, limited.stderr]).toEqual(['', '', '']);
     // and nothing else is allowed
     const user = new Redis({ port: r.redis.port, host: '127.0.0.1', protocol: 2, username: 'rest-connectors', password: 'acl-pw' });
     try {

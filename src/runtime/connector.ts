@@ -81,7 +81,12 @@ export const makeApp = (
     callers: ctx.settings.callers,
     // CONTRACT 7.2: a caller's rate is counted in Redis, across every replica of the Id
     ...([...(ctx.settings.callers?.values() ?? [])].some((g) => g.maxRequestsPerSecond !== undefined)
-      ? { rateWindow: makeRateWindow({ redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, connectorId: ctx.startup.id }) }
+      ? {
+        rateWindow: makeRateWindow({
+          redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, connectorId: ctx.startup.id,
+          countFailed: (err) => ctx.log.warn({ err }, "counting a caller's requests failed: they go on without their limit until a count succeeds"),
+        }),
+      }
       : {}),
     openapi: () => openApiDocument(`rest-connectors ${kind}`, VERSION, ctx.startup.apiKeys.length > 0, addresses(), parts.openapi),
   });

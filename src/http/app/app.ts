@@ -132,7 +132,7 @@ export const createApp = (deps: AppDeps): RequestListener => {
       if (v.allowed) next(caller, grant);
       else refuse(res, caller, 'rate_limited', `caller '${caller}' may send at most ${limit} requests a second`, { 'Retry-After': String(v.retryAfterSeconds) });
     };
-    if (verdict instanceof Promise) void verdict.then(go);
+    if (verdict instanceof Promise) verdict.then(go).catch((err: unknown) => unexpected(deps.log, err, req, req.url ?? '', res));
     else go(verdict);
   };
   const requireKey: RequestHandler[] = keyRequired || callers !== undefined ? [(req, res, next) => admit(req, res, () => next())] : [];

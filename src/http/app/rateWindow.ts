@@ -4,8 +4,9 @@ import { rateWindowKey } from '../../mapping/keys';
 /**
  * CONTRACT 7.2: `maxRequestsPerSecond`, counted per caller across every replica of the connector
  * `Id` in Redis, in fixed windows of one second aligned to whole Unix seconds. Each window is one
- * counter, `connectors:{ID}:rate:{caller}:{second}`, raised by a script that also gives it a short
- * life (the first raise of a window sets it), so no window outlives its use.
+ * counter, `connectors:{ID}:rate:{caller}:{second}`, raised in one `MULTI` that first creates it
+ * with a short life (`SET … PX NX`), so no window outlives its use. No script: the ACL user of the
+ * README needs only `INCRBY` more, not `EVAL`.
  *
  * The request that raises the counter to N or below is let through; a later one is refused. Each
  * replica keeps at most one raise per caller in flight: requests that arrive meanwhile are counted
@@ -24,15 +25,16 @@ export interface RateWindowDeps {
   readonly connectorId: string;
   /** The clock (ms since the epoch); the windows are its whole seconds. */
   readonly now?: () => number;
+  /** Told when a count fails (its requests went on uncounted); at most once every WARN_EVERY_MS. */
+  readonly countFailed?: (error: string) => void;
 }
+
+/** A failing count is reported at most this often (it fails for every request while it does). */
+const WARN_EVERY_MS = 10_000;
 
 /** A window's counter lives this long after its first raise: its second, and one more for a late raise. */
 const WINDOW_TTL_MS = 2000;
 
-/** INCRBY, and a life for a new counter; one round trip, atomic. */
-const RAISE = `local v = redis.call('INCRBY', KEYS[1], ARGV[1])
-if v == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return v`;
 
 const ALLOWED: RateVerdict = { allowed: true };
 
@@ -48,23 +50,33 @@ export type RateWindow = (caller: string, limit: number) => RateVerdict | Promis
 
 export const makeRateWindow = (d: RateWindowDeps): RateWindow => {
   const now = d.now ?? Date.now;
-  const redis = d.redis as Redis & { restConnectorsRaise?: (key: string, by: number, ttlMs: number) => Promise<number> };
-  if (redis.restConnectorsRaise === undefined) redis.defineCommand('restConnectorsRaise', { numberOfKeys: 1, lua: RAISE });
   const windows = new Map<string, Window>();
+  let warnedAt = -Infinity;
+  /** A new window's counter with its life, then the raise; one round trip, atomic. */
+  const count = async (key: string, by: number): Promise<number> => {
+    const replies = await d.redis.multi().set(key, '0', 'PX', WINDOW_TTL_MS, 'NX').incrby(key, by).exec();
+    const raised = replies?.[1];
+    if (raised === undefined || raised[0] !== null) throw raised?.[0] ?? new Error('the count was discarded');
+    return Number(raised[1]);
+  };
 
   const raise = (caller: string, w: Window, limit: number): void => {
     const batch = w.waiting;
     w.waiting = [];
     w.raising = true;
-    redis.restConnectorsRaise!(rateWindowKey(d.connectorId, caller, w.second), batch.length, WINDOW_TTL_MS).then(
+    count(rateWindowKey(d.connectorId, caller, w.second), batch.length).then(
       (total) => {
         // this batch holds the requests numbered total - n + 1 … total of the window, in arrival order
-        const first = Number(total) - batch.length;
+        const first = total - batch.length;
         for (let i = 0; i < batch.length; i++) batch[i]!(first + i + 1 <= limit ? ALLOWED : refused(w.second));
-        if (Number(total) >= limit) w.usedUp = true;
+        if (total >= limit) w.usedUp = true;
       },
-      () => {
+      (err: unknown) => {
         for (const resolve of batch) resolve(ALLOWED);
+        if (now() - warnedAt >= WARN_EVERY_MS) {
+          warnedAt = now();
+          d.countFailed?.(err instanceof Error ? err.message : String(err));
+        }
       },
     ).finally(() => {
       w.raising = false;
