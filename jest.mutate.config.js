@@ -16,6 +16,8 @@ module.exports = {
     '**/streams.body.test.ts',
     '**/streams.bodyTime.test.ts',
     '**/formats.unit.test.ts',
+    '**/callers.settings.test.ts',
+    '**/callers.rate.test.ts',
   ],
   // a mutant may not type-check: the tests run it as JavaScript (Stryker marks mutated files @ts-nocheck)
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }] },
