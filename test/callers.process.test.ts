@@ -239,14 +239,14 @@ describe('maxRequestsPerSecond', () => {
     const [p1, p2] = [await replica(), await replica()];
     const began = Math.floor(Date.now() / 1000);
     const replies: Reply[] = [];
-    // about 40 requests a second from the caller, alternating between the replicas, for 3 seconds
+    // bursts of 12 at once, 6 to each replica, for 3 seconds: a burst is more than two windows let
+    // through (10), however slow the machine, unless it straddles three seconds
     const until = Date.now() + 3000;
     let i = 0;
     while (Date.now() < until) {
-      const port = i++ % 2 === 0 ? p1 : p2;
-      const batch = await Promise.all([0, 1].map(() => post(`http://127.0.0.1:${port}`, 'plant-a', { v: i }, as('scada-a'))));
-      replies.push(...batch);
-      await new Promise((res) => setTimeout(res, 50));
+      const burst = await Promise.all(Array.from({ length: 12 }, (_, k) => post(`http://127.0.0.1:${k % 2 === 0 ? p1 : p2}`, 'plant-a', { v: i++ }, as('scada-a'))));
+      replies.push(...burst);
+      await new Promise((res) => setTimeout(res, 100));
     }
     const ended = Math.floor(Date.now() / 1000);
     const windows = ended - began + 1;

@@ -39,6 +39,43 @@ it('N requests of a window pass, in their order; the rest are refused with Retry
   expect(await r.client.get('connectors:rt:rate:scada-a:1700000001')).toBe('2');
 });
 
+it('a window used up exactly (N of N) refuses the next request here, without another count; below N one request after another all pass', async () => {
+  const now = () => 1_700_000_050_000;
+  const take = makeRateWindow({ redis: r.client, isConnected: () => true, connectorId: 'ex', now });
+  // one after another: each waits for the count before it, and the next is counted on its own
+  expect((await take('gw', 3)).allowed).toBe(true);
+  expect((await take('gw', 3)).allowed).toBe(true);
+  // a request that comes once the last count is wholly done (another turn of the event loop) is counted too
+  await new Promise((res) => setTimeout(res, 10));
+  expect((await take('gw', 3)).allowed).toBe(true);
+  expect(await take('gw', 3)).toEqual({ allowed: false, retryAfterSeconds: 1 });
+  expect(await r.client.get('connectors:ex:rate:gw:1700000050')).toBe('3');
+});
+
+it('a window key of another type (a foreign writer) fails the count: the requests go on, and it is reported', async () => {
+  await r.client.hset('connectors:wt:rate:gw:1700000060', 'x', '1');
+  const failures: string[] = [];
+  const take = makeRateWindow({ redis: r.client, isConnected: () => true, connectorId: 'wt', now: () => 1_700_000_060_000, countFailed: (e) => failures.push(e) });
+  expect(verdicts(await Promise.all([take('gw', 1), take('gw', 1), take('gw', 1)]))).toBe('ok ok ok');
+  expect(failures).toEqual([expect.stringMatching(/WRONGTYPE/)]);
+});
+
+it('a failing count without a listener for it rejects nothing unhandled', async () => {
+  const seen: unknown[] = [];
+  const onUnhandled = (reason: unknown) => seen.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  const broken = r.redis.client();
+  await broken.quit();
+  try {
+    const take = makeRateWindow({ redis: broken, isConnected: () => true, connectorId: 'quiet', now: () => 1_700_000_070_000 });
+    expect(verdicts(await Promise.all([take('gw', 1), take('gw', 1)]))).toBe('ok ok');
+    await new Promise((res) => setTimeout(res, 50));
+    expect(seen).toEqual([]);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+});
+
 it('two replicas share the count: what both let through in a window is N', async () => {
   const now = () => 1_700_000_100_000;
   const a = makeRateWindow({ redis: r.client, isConnected: () => true, connectorId: 'two', now });
@@ -128,18 +165,37 @@ describe('refusals', () => {
     const res = fakeRes();
     refuse(res as unknown as ServerResponse, 'gw', 'forbidden', 'no');
     refuse(fakeRes() as unknown as ServerResponse, undefined, 'forbidden', 'nobody');
-    now += 600; // 1,100 ms after the first line
+    now += 500; // exactly 1,000 ms after the first line
+    refuse(fakeRes() as unknown as ServerResponse, 'gw', 'rate_limited', 'too many', { 'Retry-After': '1' });
+    now += 1000; // a quiet second: the next line has nothing left out to tell
     refuse(fakeRes() as unknown as ServerResponse, 'gw', 'rate_limited', 'too many', { 'Retry-After': '1' });
     expect(answers.map((a) => a.statusCode)).toEqual([429, 429, 429, 429, 429]);
     expect(answers[0]!.headers['retry-after']).toBe('1');
     expect(JSON.parse(answers[0]!.body)).toEqual({ type: 'about:blank', title: 'Too Many Requests', status: 429, detail: 'too many' });
     expect(res.statusCode).toBe(403);
     expect(lines.map((l) => [l.caller, l.reason, l.refusedSinceLastLine])).toEqual([
-      ['gw', 'rate_limited', undefined], ['gw', 'forbidden', undefined], ['-', 'forbidden', undefined], ['gw', 'rate_limited', 4],
+      ['gw', 'rate_limited', undefined], ['gw', 'forbidden', undefined], ['-', 'forbidden', undefined], ['gw', 'rate_limited', 4], ['gw', 'rate_limited', undefined],
     ]);
+    expect(lines.every((l) => l.msg === 'request refused' && typeof l.detail === 'string')).toBe(true);
     const text = await metrics.registry.metrics();
-    expect(text).toContain('http_requests_refused_total{caller="gw",reason="rate_limited"} 6');
+    expect(text).toContain('http_requests_refused_total{caller="gw",reason="rate_limited"} 7');
     expect(text).toContain('http_requests_refused_total{caller="gw",reason="forbidden"} 1');
     expect(text).toContain('http_requests_refused_total{caller="-",reason="forbidden"} 1');
+  });
+
+  it('remembers at most 1,000 callers and reasons: the oldest is forgotten, and its next refusal is logged again', () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const log = { warn: (o: Record<string, unknown>) => lines.push(o) } as unknown as Logger;
+    const refuse = makeRefusals(log, makeMetrics({ kind: 'inbound', id: 'x', version: 't' }), () => 5_000);
+    for (let i = 0; i <= 1000; i++) refuse(fakeRes() as unknown as ServerResponse, `c${i}`, 'forbidden', 'no');
+    expect(lines).toHaveLength(1001);
+    // within the same second: c1000 is remembered (not logged again), c0 was forgotten (logged again)
+    refuse(fakeRes() as unknown as ServerResponse, 'c1000', 'forbidden', 'no');
+    expect(lines).toHaveLength(1001);
+    refuse(fakeRes() as unknown as ServerResponse, 'c0', 'forbidden', 'no');
+    expect(lines.map((l) => l.caller).slice(1001)).toEqual(['c0']);
+    // c2 is still remembered: each new entry made room by forgetting only the oldest (c0, then c1)
+    refuse(fakeRes() as unknown as ServerResponse, 'c2', 'forbidden', 'no');
+    expect(lines).toHaveLength(1002);
   });
 });

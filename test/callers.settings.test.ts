@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/Either';
-import { callerProblems, mayWrite, type CallerGrant } from '../src/config/callerSettings';
+import { callerProblems, callersView, mayWrite, type CallerGrant } from '../src/config/callerSettings';
 import { parseManagedSettings, settingsFingerprint, startupProblems } from '../src/config/managed';
 import { loadStartupSettings, collectRaw } from '../src/config/startup';
 
@@ -37,6 +37,10 @@ it.each([
   [{ a: { topics: [] } }, 'callers.a.topics: must be a non-empty list of topic names and prefixes, got []'],
   [{ a: { topics: ['x*y'] } }, 'callers.a.topics[0]: a "*" may only end an entry (a prefix), got "x*y"'],
   [{ a: { topics: [''] } }, 'callers.a.topics[0]: must be a topic name or a prefix ending in "*", got ""'],
+  [{ a: { topics: [5] } }, 'callers.a.topics[0]: must be a topic name or a prefix ending in "*", got 5'],
+  [{ a: { topics: ['*x'] } }, 'callers.a.topics[0]: a "*" may only end an entry (a prefix), got "*x"'],
+  [null, 'callers: must be an object from caller name to permissions, got null'],
+  ['scada-a', 'callers: must be an object from caller name to permissions, got "scada-a"'],
   [{ a: { casdu: ['9-3'] } }, 'callers.a.casdu[0]: range "9-3" is empty'],
   [{ a: { casdu: [70000] } }, 'callers.a.casdu[0]: must lie within 0 to 65535, got 70000'],
   [{ a: { operate: 'yes' } }, 'callers.a.operate: must be a boolean, got "yes"'],
@@ -45,6 +49,36 @@ it.each([
   [{ '': {} }, 'callers: a caller name must not be empty'],
 ])('%j is a config error naming the field', (callers, message) => {
   expect(errors(callers)).toContain(message);
+});
+
+it('a rate is a finite number of at least 1: 1 is, 1e999 (Infinity once parsed) is not', () => {
+  const one = decode({ a: { maxRequestsPerSecond: 1 } });
+  expect(E.isRight(one) && one.right.callers!.get('a')!.maxRequestsPerSecond).toBe(1);
+  const huge = parseManagedSettings('{"callers":{"a":{"maxRequestsPerSecond":1e999}}}');
+  expect(E.isLeft(huge) && huge.left).toEqual(['callers.a.maxRequestsPerSecond: must be a number of at least 1, got Infinity']);
+});
+
+it('"*" alone decodes to the prefix of every topic', () => {
+  const d = decode({ all: { topics: ['*'] } });
+  if (E.isLeft(d)) throw new Error(d.left.join('; '));
+  expect(d.right.callers!.get('all')!.topics).toEqual([{ prefix: '' }]);
+  expect(mayWrite(d.right.callers!.get('all')!, 'any/topic')).toBe(true);
+});
+
+it('callersView shows the grants sorted by name, as written, without what is not granted', () => {
+  const d = decode({
+    zeta: { topics: ['p/*', 'exact'], maxRequestsPerSecond: 7 },
+    alpha: { casdu: [3, '10-19'], operate: true },
+    'Mid': {},
+  });
+  if (E.isLeft(d)) throw new Error(d.left.join('; '));
+  expect(callersView(d.right.callers!)).toStrictEqual([
+    ['Mid', { operate: false }],
+    ['alpha', { casdu: [3, '10-19'], operate: true }],
+    ['zeta', { topics: ['p/*', 'exact'], operate: false, maxRequestsPerSecond: 7 }],
+  ]);
+  // two equal names cannot occur; equal grants under names that sort either way keep their order by name
+  expect(callersView(new Map([['b', { operate: false }], ['a', { operate: false }], ['c', { operate: true }]])).map(([n]) => n)).toEqual(['a', 'b', 'c']);
 });
 
 it('a caller named like an object property is a caller like any other', () => {

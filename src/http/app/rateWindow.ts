@@ -37,6 +37,8 @@ const WINDOW_TTL_MS = 2000;
 
 
 const ALLOWED: RateVerdict = { allowed: true };
+/** Windows are one second long: the next one begins within a second, so `Retry-After` is always 1 (whole seconds, at least 1). */
+const REFUSED: RateVerdict = { allowed: false, retryAfterSeconds: 1 };
 
 interface Window {
   readonly second: number;
@@ -55,9 +57,11 @@ export const makeRateWindow = (d: RateWindowDeps): RateWindow => {
   /** A new window's counter with its life, then the raise; one round trip, atomic. */
   const count = async (key: string, by: number): Promise<number> => {
     const replies = await d.redis.multi().set(key, '0', 'PX', WINDOW_TTL_MS, 'NX').incrby(key, by).exec();
-    const raised = replies?.[1];
-    if (raised === undefined || raised[0] !== null) throw raised?.[0] ?? new Error('the count was discarded');
-    return Number(raised[1]);
+    // Stryker disable next-line all: exec() answers null only under WATCH, which is not used
+    const [err, total] = replies?.[1] ?? [new Error('the count was discarded'), 0];
+    // INCRBY refused inside the transaction (the key holds another type: a foreign writer's)
+    if (err !== null) throw err;
+    return Number(total);
   };
 
   const raise = (caller: string, w: Window, limit: number): void => {
@@ -68,7 +72,7 @@ export const makeRateWindow = (d: RateWindowDeps): RateWindow => {
       (total) => {
         // this batch holds the requests numbered total - n + 1 … total of the window, in arrival order
         const first = total - batch.length;
-        for (let i = 0; i < batch.length; i++) batch[i]!(first + i + 1 <= limit ? ALLOWED : refused(w.second));
+        for (let i = 0; i < batch.length; i++) batch[i]!(first + i + 1 <= limit ? ALLOWED : REFUSED);
         if (total >= limit) w.usedUp = true;
       },
       (err: unknown) => {
@@ -84,7 +88,6 @@ export const makeRateWindow = (d: RateWindowDeps): RateWindow => {
     });
   };
 
-  const refused = (second: number): RateVerdict => ({ allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(((second + 1) * 1000 - now()) / 1000)) });
 
   return (caller, limit) => {
     const second = Math.floor(now() / 1000);
@@ -94,7 +97,7 @@ export const makeRateWindow = (d: RateWindowDeps): RateWindow => {
       w = { second, waiting: [], raising: false, usedUp: false };
       windows.set(caller, w);
     }
-    if (w.usedUp) return refused(second);
+    if (w.usedUp) return REFUSED;
     if (!d.isConnected()) return ALLOWED;
     const win = w;
     return new Promise<RateVerdict>((resolve) => {
