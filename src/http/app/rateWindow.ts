@@ -35,7 +35,6 @@ const WARN_EVERY_MS = 10_000;
 /** A window's counter lives this long after its first raise: its second, and one more for a late raise. */
 const WINDOW_TTL_MS = 2000;
 
-
 const ALLOWED: RateVerdict = { allowed: true };
 /** Windows are one second long: the next one begins within a second, so `Retry-After` is always 1 (whole seconds, at least 1). */
 const REFUSED: RateVerdict = { allowed: false, retryAfterSeconds: 1 };
@@ -87,7 +86,6 @@ export const makeRateWindow = (d: RateWindowDeps): RateWindow => {
       if (w.waiting.length > 0) raise(caller, w, limit);
     });
   };
-
 
   return (caller, limit) => {
     const second = Math.floor(now() / 1000);
