@@ -163,6 +163,23 @@ describe('inbound', () => {
   });
 });
 
+describe('a change to callers without authentication', () => {
+  it('is logged as invalid and ignored: the connector keeps running on the configuration it has', async () => {
+    const port = await freePort();
+    const config = { hostUrls: [`http://127.0.0.1:${port}`], mappings: MAPPINGS };
+    await r.client.set('connectors:change:config', JSON.stringify(config));
+    const c = new Connector('inbound', { Id: 'change', ConnectionStrings__Datastore: r.redis.url, Datastore__ConfigPollIntervalMilliseconds: '200' });
+    running.push(c);
+    await c.waitForLog((l) => l.msg === 'inbound connector listening');
+    await r.client.set('connectors:change:config', JSON.stringify({ ...config, callers: { a: { topics: ['plant-a'] } } }));
+    const line = await c.waitForLog((l) => l.msg === 'configuration change is invalid; keeping the current configuration');
+    expect(line.errors).toEqual([expect.stringContaining('callers: set, but no authentication is configured')]);
+    expect(c.proc.exitCode).toBeNull();
+    // still the old configuration: no callers, no authentication, every topic open
+    expect((await post(`http://127.0.0.1:${port}`, 'plant-b', { v: 1 }, {})).status).toBe(200);
+  });
+});
+
 describe('outbound', () => {
   const casdus = (reply: Reply) => (reply.json() as { datapoints: Array<{ casdu: number; ioa: number }> }).datapoints.map((p) => `${p.casdu}/${p.ioa}`);
 
