@@ -159,6 +159,9 @@ describe('inbound', () => {
     const v = await runCli(['config', 'validate', join(dir, 'c.json')]);
     expect([v.code, v.stderr]).toEqual([2, expect.stringContaining('callers: set, but no authentication is configured')]);
     expect((await runCli(['config', 'validate', join(dir, 'c.json')], { Authentication__ApiKeys: 'a=k' })).code).toBe(0);
+    // another parameter that does not parse: said, not taken for "no authentication"
+    const bad = await runCli(['config', 'validate', join(dir, 'c.json')], { Authentication__ApiKeys: 'a=k', Http__MaxBodyBytes: 'lots' });
+    expect([bad.code, bad.stderr]).toEqual([2, "rest-connector: callers cannot be checked: Http:MaxBodyBytes: expected a positive integer, got 'lots'\n"]);
     rmSync(dir, { recursive: true, force: true });
   });
 });

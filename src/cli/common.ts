@@ -69,6 +69,10 @@ export const readConfigFile = (file: string, io: Io): E.Either<Outcome, { text: 
   if (E.isLeft(read)) return read;
   const startup = operatorStartup();
   if (E.isLeft(startup)) return E.left({ code: 2, message: startup.left.join('; ') });
+  // callers are judged by this process's authentication parameters: not by the defaults that
+  // stand in for parameters that do not parse (they have no API keys)
+  const own = read.right.settings.callers !== undefined ? startupSettings(false) : undefined;
+  if (own !== undefined && E.isLeft(own)) return E.left({ code: 2, message: `callers cannot be checked: ${own.left.join('; ')}` });
   const refused = startupProblems('both', read.right.settings, startup.right);
   if (refused.length === 0) return read;
   io.err(refused.join('\n'));
