@@ -1,11 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { Connector, eventually, runCli } from './helpers/cli';
 import { makeCerts, type Certs } from './helpers/ha';
 import { postJson, request, type Reply } from './helpers/http';
 import { freePort, privateRedis } from './helpers/redis';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -47,10 +46,10 @@ const start = async (kind: 'inbound' | 'outbound', config: Record<string, unknow
 };
 
 /** A GET over https as a client of the test CA (`redis.test` is the server certificate's name), with a client certificate or none. */
-const httpsGet = (port: number, path: string, client?: { cert: string; key: string }, method = 'GET') =>
+const httpsGet = (port: number, path: string, client?: { cert: string; key: string }) =>
   new Promise<{ status: number; body: string }>((resolve, reject) => {
     const req = httpsRequest({
-      host: '127.0.0.1', port, path, method, servername: 'redis.test', ca: readFileSync(certs.ca), agent: false,
+      host: '127.0.0.1', port, path, servername: 'redis.test', ca: readFileSync(certs.ca), agent: false,
       ...(client !== undefined ? { cert: readFileSync(client.cert), key: readFileSync(client.key) } : {}),
     }, (res) => {
       let body = '';
@@ -61,8 +60,8 @@ const httpsGet = (port: number, path: string, client?: { cert: string; key: stri
     req.end();
   });
 
-/** Two points in each of the casdus 5, 10, 15, 19, 20 and 30. */
 const point = (casdu: number, ioa: number) => JSON.stringify({ casdu, ioa, type: 36, value: casdu + ioa / 10, timestamp: '2026-11-27T00:00:00.000Z', source: 't' });
+/** Two points in each of the casdus 5, 10, 15, 19, 20 and 30. */
 const seed = async () => {
   for (const casdu of [5, 10, 15, 19, 20, 30]) for (const ioa of [1, 2]) await r.client.set(`process:image:casdu:${casdu}:ioa:${ioa}`, point(casdu, ioa));
 };
