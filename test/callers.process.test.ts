@@ -139,10 +139,15 @@ describe('inbound', () => {
     expect(await r.client.xlen('process:updates')).toBe(2);
   });
 
-  it('inactive: a caller not listed is still 403 (right after authentication), a listed one 503', async () => {
-    const { url } = await start('inbound', { mappings: MAPPINGS, callers: CALLERS, isActive: false });
+  it('inactive: a caller not listed is still 403 and one over its rate 429 (both right after authentication), a listed one 503', async () => {
+    const callers = { ...CALLERS, 'scada-b': { topics: ['plant-a'], maxRequestsPerSecond: 1 } };
+    const { url } = await start('inbound', { mappings: MAPPINGS, callers, isActive: false });
     expect((await post(url, 'plant-a', { v: 1 }, as('stranger'))).status).toBe(403);
     expect((await post(url, 'plant-a', { v: 1 }, as('scada-a'))).status).toBe(503);
+    // five at once at one a second: at least two share a window, and the second of them is 429
+    const limited = await Promise.all(Array.from({ length: 5 }, () => post(url, 'plant-a', { v: 1 }, as('scada-b'))));
+    expect(limited.map((x) => x.status).filter((st) => st !== 503 && st !== 429)).toEqual([]);
+    expect(limited.filter((x) => x.status === 429).length).toBeGreaterThanOrEqual(1);
   });
 
   it('callers without authentication: the connector does not start (exit 2), config validate says why', async () => {
