@@ -104,10 +104,13 @@ describe('inbound', () => {
     const metrics = await request(`${url}/metrics`, { headers: as('historian') });
     expect(metrics.status).toBe(200);
     expect(metrics.text).toContain('http_requests_refused_total{caller="stranger",reason="forbidden"} 2');
+    // (the /openapi.json refusal below comes after this scrape)
     expect(metrics.text).toContain('http_requests_refused_total{caller="scada-a",reason="forbidden"} 4');
     expect(metrics.text).toContain('http_requests_refused_total{caller="historian",reason="forbidden"} 1');
     expect(metrics.text).toContain('http_requests_refused_total{caller="scada-b",reason="forbidden"} 1');
     expect((await request(`${url}/openapi.json`, { headers: as('scada-b') })).status).toBe(200);
+    const unlistedDoc = await request(`${url}/openapi.json`, { headers: as('stranger') });
+    expect([unlistedDoc.status, detail(unlistedDoc)]).toEqual([403, "caller 'stranger' is not listed in callers"]);
     // the request log names the caller of a refused request; the refusal line says why
     await eventually(() => (refusedLines(c).length >= 4 ? true : undefined));
     expect(refusedLines(c).every((l) => l.level === 'warn' && typeof l.caller === 'string' && l.reason === 'forbidden')).toBe(true);
@@ -220,6 +223,7 @@ describe('outbound', () => {
     expect((await interrogate('historian', 7)).status).toBe(403);
     expect((await interrogate('operator', 7)).status).toBe(404);
     expect((await interrogate('stranger', 0)).status).toBe(403);
+    expect(detail(await webhooks('stranger'))).toBe("caller 'stranger' is not listed in callers");
     // the refused requests queued nothing: the operator's is the first (202, not 409 "already queued")
     expect((await interrogate('operator', 0)).status).toBe(202);
   });
