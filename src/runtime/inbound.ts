@@ -49,7 +49,7 @@ export const buildInbound = (ctx: ConnectorContext): ConnectorParts => {
       bodyBudget: makeBodyBudget(ctx.startup.http.maxBodyBytesInFlight),
       streamMaxLength: d.streamMaxLength,
       store: redisInboundStore({
-        redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, waitReplicas: d.waitReplicas, waitTimeoutMs: d.waitTimeoutMilliseconds, writer,
+        redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, waitReplicas: d.waitReplicas, waitTimeoutMs: d.waitTimeoutMilliseconds, writer, log: ctx.log.child({ component: 'inbound' }),
       }),
       log: ctx.log.child({ component: 'inbound' }),
       metrics: ctx.metrics,

@@ -131,7 +131,7 @@ const handle = async (d: InboundDeps, req: IncomingMessage, res: ServerResponse,
     const v = taken.right;
     if (v !== 'taken') return verdictAnswer(v, r.topic, store);
   }
-  const plan = planWrites(d, r, ctx.receivedAt.toISOString(), ctx.trace);
+  const plan = planWrites(d, r, ctx.receivedAt.toISOString(), ctx.trace, store.appendsByScript === true);
   const written = await write(store, plan);
   plan.producer?.end(E.isLeft(written) ? written.left[1].tag : undefined);
   if (E.isLeft(written)) return giveBack(store, r, written.left[0], written.left[1]);
@@ -183,7 +183,7 @@ interface Plan {
   readonly producer?: WriteTrace | undefined;
 }
 
-const planWrites = (d: InboundDeps, r: Decoded, receivedAt: string, trace: RequestTrace | undefined): Plan => {
+const planWrites = (d: InboundDeps, r: Decoded, receivedAt: string, trace: RequestTrace | undefined, byScript: boolean): Plan => {
   const result = applyToPayload(r.mappings, r.payload, receivedAt, d.connectorId);
   const items = itemCount(r.payload);
   const stored = (status: number, text: string): Command[] =>
@@ -193,7 +193,7 @@ const planWrites = (d: InboundDeps, r: Decoded, receivedAt: string, trace: Reque
     const answer = JSON.stringify(okBody(r.topic, result.right, items));
     // CONTRACT 9: the producer span's context goes into every entry of the write
     const producer = trace !== undefined && result.right.length > 0 ? trace.producer(result.right.length) : undefined;
-    const commands = [...writeCommands(result.right, d.connectorId, d.streamMaxLength, producer?.traceparent), ...stored(200, answer)];
+    const commands = [...writeCommands(result.right, d.connectorId, d.streamMaxLength, producer?.traceparent, byScript), ...stored(200, answer)];
     return { status: 200, points: result.right.length, answer, rejected: undefined, commands, producer };
   }
   const failures = result.left;

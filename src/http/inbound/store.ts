@@ -1,8 +1,9 @@
 import * as E from 'fp-ts/Either';
 import type { Redis } from 'ioredis';
 import { isOutOfMemory } from '../../streams/store/replies';
-import type { Command } from '../../mapping/commands';
+import { hasScript, withoutScripts, type Command } from '../../mapping/commands';
 import { UPDATES_STREAM } from '../../mapping/keys';
+import { appendMode, refusedForScript, type AppendLog, type AppendMode } from './appendMode';
 import { decodeStored, pendingCommand, verdictOf, type Verdict } from './idempotency';
 
 /**
@@ -32,13 +33,15 @@ export type KeyHeld = Exclude<Verdict, { kind: 'gone' }>;
 
 /** One request's writes, all on one connection (a `WAIT` confirms what was written on its own connection). */
 export interface StoreSession {
+  /** Stream entries go by append script on this connection (`writeCommands`' `byScript`); absent is false. */
+  readonly appendsByScript?: boolean;
   /** Takes the key with a pending marker, or tells what is stored under it (CONTRACT 5.1.1). */
   takeKey(key: string, hash: string, lockMs: number): Promise<E.Either<StoreFailure, 'taken' | KeyHeld>>;
   /** Gives a taken key back (nothing was written under it). */
   releaseKey(key: string): Promise<void>;
   /** `process:updates` is a stream, or absent. */
   checkStream(): Promise<E.Either<StoreFailure, void>>;
-  /** The commands in one MULTI/EXEC. */
+  /** The commands in one MULTI/EXEC (an append script as its `XADD`s where the connection may not run it). */
   exec(commands: readonly Command[]): Promise<E.Either<StoreFailure, void>>;
   /** `WAIT n timeout` when `Datastore:WaitReplicas` is above 0; else at once. */
   confirm(): Promise<E.Either<StoreFailure, void>>;
@@ -124,10 +127,35 @@ export interface RedisInboundStoreOptions {
   readonly waitReplicas: number;
   readonly waitTimeoutMs: number;
   readonly writer?: () => Promise<Redis | undefined>;
+  /** Where the append mode of each connection is told (README "How a write reaches Redis"). */
+  readonly log?: AppendLog;
 }
 
+/**
+ * The one `MULTI`, with its append script as `XADD`s when the connection may no longer run it (it
+ * closed since the commands were planned, or the probe failed), and once more as `XADD`s when Redis
+ * refused the transaction for its `EVAL` alone (`EXECABORT`: nothing of it ran).
+ */
+const execOn = async (redis: Redis, mode: AppendMode, commands: readonly Command[]): Promise<E.Either<StoreFailure, void>> => {
+  if (!hasScript(commands)) return execAtomically(redis, commands);
+  if (!mode.scripted()) return execAtomically(redis, withoutScripts(commands));
+  const written = await execAtomically(redis, commands);
+  if (E.isRight(written) || written.left.tag !== 'aborted' || !refusedForScript(written.left.error)) return written;
+  mode.refused(written.left.error);
+  return execAtomically(redis, withoutScripts(commands));
+};
+
 export const redisInboundStore = (o: RedisInboundStoreOptions): InboundStore => {
-  const sessionOn = (redis: Redis): StoreSession => ({
+  const modes = new WeakMap<Redis, AppendMode>();
+  const modeOf = (redis: Redis): AppendMode => {
+    let mode = modes.get(redis);
+    if (mode === undefined) modes.set(redis, (mode = appendMode(redis, o.log ?? { info: () => undefined })));
+    return mode;
+  };
+  // probed at once where the writes go (the pool's connections when they are first used)
+  if (o.waitReplicas === 0) modeOf(o.redis);
+  const sessionOn = (redis: Redis, mode = modeOf(redis)): StoreSession => ({
+    appendsByScript: mode.scripted(),
     takeKey: (key, hash, lockMs) => takeKey(redis, key, hash, lockMs),
     releaseKey: async (key) => void (await redis.del(key).catch(() => undefined)),
     checkStream: async () => {
@@ -137,7 +165,7 @@ export const redisInboundStore = (o: RedisInboundStoreOptions): InboundStore => 
       if (type instanceof Error) return E.left(failureOf(type.message, false));
       return type === 'stream' || type === 'none' ? E.right(undefined) : E.left({ tag: 'not_a_stream', type });
     },
-    exec: (commands) => execAtomically(redis, commands),
+    exec: (commands) => execOn(redis, mode, commands),
     confirm: async () => (o.waitReplicas > 0 ? waitForReplicas(redis, o.waitReplicas, o.waitTimeoutMs) : E.right(undefined)),
   });
   return {
