@@ -18,6 +18,7 @@ module.exports = {
     '**/formats.unit.test.ts',
     '**/callers.settings.test.ts',
     '**/callers.rate.test.ts',
+    '**/inbound.append.test.ts',
   ],
   // a mutant may not type-check: the tests run it as JavaScript (Stryker marks mutated files @ts-nocheck)
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }] },

@@ -1,6 +1,6 @@
 import * as E from 'fp-ts/Either';
 import { Redis, type Redis as RedisClient } from 'ioredis';
-import { appendMode } from '../src/http/inbound/appendMode';
+import { appendMode, refusedForScript } from '../src/http/inbound/appendMode';
 import { redisInboundStore, type StoreSession } from '../src/http/inbound/store';
 import type { MappedPoint } from '../src/mapping/apply';
 import { writeCommands } from '../src/mapping/commands';
@@ -76,7 +76,8 @@ it('by script where EVAL is allowed, one XADD each where not: the same entries, 
   await client.call(...(NO_EVAL as [string, ...string[]]));
   const plain = await start('noeval');
   const line = await told(plain, 'XADD');
-  expect(line).toMatchObject({ level: 'info', reason: expect.stringMatching(/NOPERM/) });
+  expect(line).toMatchObject({ level: 'info', connection: 'rest-connectors:main', reason: expect.stringMatching(/NOPERM/) });
+  expect(await told(scripted, 'script')).toMatchObject({ level: 'info', connection: 'rest-connectors:main' });
   const b = await monitored(() => postJson(`${plain.url}${url}`, BODY));
   expect(b.result.json()).toEqual(a.result.json());
   expect([count(b.commands, 'multi'), count(b.commands, 'exec'), count(b.commands, 'eval'), count(b.commands, 'xadd')]).toEqual([1, 1, 0, 6]);
@@ -169,4 +170,35 @@ it('a connection that closes forgets its probe: XADDs until the probe on the new
   } finally {
     c.disconnect();
   }
+});
+
+it('a probe sent on a connection that closes before it answers says nothing; the next connection probes again', async () => {
+  // under a pause of every command Redis holds the probe (the client skips the ready check, as ioredis may)
+  await client.call('CLIENT', 'PAUSE', 1500, 'ALL');
+  const c = new Redis({ port: r.redis.port, host: '127.0.0.1', protocol: 2, enableReadyCheck: false, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0, retryStrategy: () => 50 });
+  c.on('error', () => undefined);
+  const lines: string[] = [];
+  try {
+    const mode = appendMode(c, { info: (_f, msg) => lines.push(msg) });
+    await new Promise((resolve) => c.once('ready', resolve));
+    const closed = new Promise((resolve) => c.once('close', resolve));
+    c.disconnect(true); // the held probe fails with its connection; ioredis connects again
+    await closed;
+    expect(mode.scripted()).toBe(false);
+    await eventually(() => (mode.scripted() ? true : undefined), 20000, 'probed on the next connection, once the pause is over');
+    expect(lines).toEqual(['stream entries are appended by one script a write (Redis 7, EVAL allowed)']);
+  } finally {
+    c.disconnect();
+  }
+});
+
+it.each([
+  ['EXECABORT Transaction discarded because of previous errors.; NOPERM User noeval has no permissions to run the \'eval\' command', true],
+  ['EXECABORT Transaction discarded because of previous errors.; ERR unknown command \'eval\', with args beginning with: ', true],
+  ['EXECABORT Transaction discarded because of previous errors.; ERR unknown command `eval`, with args beginning with: ', true],
+  ['NOPERM User noeval has no permissions to run the \'eval\' command', false],
+  ['EXECABORT Transaction discarded because of previous errors.; NOPERM User noeval has no permissions to run the \'mset\' command', false],
+  ['EXECABORT Transaction discarded because of previous errors.; OOM command not allowed when used memory > \'maxmemory\'.', false],
+])('a transaction refused for its EVAL alone, and nothing else: %s → %s', (error, expected) => {
+  expect(refusedForScript(error)).toBe(expected);
 });

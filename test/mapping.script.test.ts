@@ -40,4 +40,13 @@ it(`more than ${SCRIPT_ENTRIES} entries: one EVAL per ${SCRIPT_ENTRIES}, in orde
   expect(scripted.map((c) => (c[0] === 'eval' ? (c.length - 7) / 3 : c[0]))).toEqual(['mset', SCRIPT_ENTRIES, SCRIPT_ENTRIES, 3]);
   expect(withoutScripts(scripted)).toEqual(writeCommands(many, 'src', 100));
   expect(writeCommands([], 'src', 100, undefined, true)).toEqual([]);
+  // exactly SCRIPT_ENTRIES: one EVAL, no empty one after it
+  expect(writeCommands(many.slice(0, SCRIPT_ENTRIES), 'src', 100, undefined, true).map((c) => c[0])).toEqual(['mset', 'eval']);
+});
+
+it('only the append script is expanded or found: another EVAL, or a value that happens to be its text, is left alone', () => {
+  const other: readonly [string, ...string[]] = ['eval', 'return 1', '0'];
+  const value: readonly [string, ...string[]] = ['set', APPEND_SCRIPT, APPEND_SCRIPT];
+  expect(withoutScripts([other, value])).toEqual([other, value]);
+  expect(hasScript([other, value])).toBe(false);
 });

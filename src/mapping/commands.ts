@@ -79,7 +79,7 @@ export const withoutScripts = (commands: readonly Command[]): Command[] =>
     if (c[0] !== 'eval' || c[1] !== APPEND_SCRIPT) return [c];
     const [, , , , max, source, tp, ...entries] = c as readonly string[];
     const xadds: Command[] = [];
-    for (let i = 0; i + 2 < entries.length; i += 3) xadds.push(xaddOf(max!, entries[i]!, entries[i + 1]!, source!, entries[i + 2]!, tp === '' ? undefined : tp));
+    for (let i = 0; i < entries.length; i += 3) xadds.push(xaddOf(max!, entries[i]!, entries[i + 1]!, source!, entries[i + 2]!, tp === '' ? undefined : tp));
     return xadds;
   });
 
