@@ -9,8 +9,8 @@ export interface AppendLog {
  * Whether a connection appends a write's stream entries by script (`APPEND_SCRIPT`) or one `XADD`
  * each (README "How a write reaches Redis"). A script is sent only on a connection where, since it
  * last connected, a probe `EVAL` of a `#!lua` script answered: the server is Redis 7 or newer (an
- * older one refuses the shebang, and decides out-of-memory inside a script differently) and the
- * user may run `EVAL`. Until the probe answers, and after the connection closes, the `XADD`s go
+ * older one refuses the shebang; only Redis 7's out-of-memory decision, once for the whole `EXEC`,
+ * is tested) and the user may run `EVAL`. Until the probe answers, and after the connection closes, the `XADD`s go
  * as they are, so a failover to another server is probed again before a script reaches it.
  */
 export interface AppendMode {
