@@ -9,7 +9,7 @@ import { buildInbound } from '../src/runtime/inbound';
 import { postJson } from './helpers/http';
 import { startInProcess, type InProcess } from './helpers/inProcess';
 import { eventually } from './helpers/cli';
-import { privateRedis } from './helpers/redis';
+import { monitored as monitorCommands, privateRedis } from './helpers/redis';
 
 /**
  * README "How a write reaches Redis", against a private Redis 7: a write's stream entries are
@@ -48,17 +48,7 @@ const start = async (user?: string): Promise<InProcess> => {
 const told = (app: InProcess, by: 'script' | 'XADD') =>
   eventually(() => app.logs().find((l) => String(l.msg).startsWith(by === 'script' ? 'stream entries are appended by one script' : 'stream entries are appended one XADD each')), 20000, `told: ${by}`);
 
-/** The commands Redis ran while `f` ran, by name (MONITOR on a connection of its own; a script's commands too). */
-const monitored = async <A>(f: () => Promise<A>): Promise<{ result: A; commands: string[] }> => {
-  const monitor = await client.monitor();
-  const commands: string[] = [];
-  monitor.on('monitor', (_time: string, args: string[]) => commands.push(String(args[0]).toLowerCase()));
-  const result = await f();
-  await client.ping('end');
-  for (let i = 0; i < 100 && !commands.includes('ping'); i++) await new Promise((res) => setTimeout(res, 10));
-  monitor.disconnect();
-  return { result, commands };
-};
+const monitored = <A>(f: () => Promise<A>) => monitorCommands(client, f);
 const count = (commands: string[], name: string) => commands.filter((c) => c === name).length;
 /** Every entry's fields, in stream order, without the ids. */
 const entries = async () => (await client.xrange('process:updates', '-', '+')).map(([, fields]) => fields);

@@ -1,7 +1,7 @@
 import { buildInbound } from '../src/runtime/inbound';
 import { startInProcess, type InProcess } from './helpers/inProcess';
 import { postJson } from './helpers/http';
-import { privateRedis } from './helpers/redis';
+import { monitored as monitorCommands, privateRedis } from './helpers/redis';
 import type { Redis } from 'ioredis';
 
 /**
@@ -32,18 +32,7 @@ beforeEach(async () => {
 });
 afterEach(async () => app.close());
 
-/** The commands Redis ran while `f` ran, by name (MONITOR on a connection of its own). */
-const monitored = async <A>(f: () => Promise<A>): Promise<{ result: A; commands: string[] }> => {
-  const monitor = await client.monitor();
-  const commands: string[] = [];
-  monitor.on('monitor', (_time: string, args: string[]) => commands.push(String(args[0]).toLowerCase()));
-  const result = await f();
-  // MONITOR's feed may trail the answer: a PING of our own marks its end
-  await client.ping('end');
-  for (let i = 0; i < 100 && !commands.includes('ping'); i++) await new Promise((r) => setTimeout(r, 10));
-  monitor.disconnect();
-  return { result, commands };
-};
+const monitored = <A>(f: () => Promise<A>) => monitorCommands(client, f);
 const count = (commands: string[], name: string) => commands.filter((c) => c === name).length;
 const entries = async () => (await client.xrange('process:updates', '-', '+')).map(([, f]) => JSON.parse(f[f.indexOf('data') + 1]!) as Record<string, unknown>);
 const image = async (ioa: number) => JSON.parse((await client.get(`process:image:casdu:5:ioa:${ioa}`)) ?? 'null') as Record<string, unknown> | null;

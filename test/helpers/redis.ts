@@ -80,3 +80,18 @@ export const privateRedis = (): { redis: TestRedis; client: Redis } => {
   });
   return ctx;
 };
+
+/**
+ * The commands Redis ran while `f` ran, by name in lower case, a script's commands too (MONITOR on a
+ * connection of its own). MONITOR's feed may trail the answer: a PING of our own marks its end.
+ */
+export const monitored = async <A>(client: Redis, f: () => Promise<A>): Promise<{ result: A; commands: string[] }> => {
+  const monitor = await client.monitor();
+  const commands: string[] = [];
+  monitor.on('monitor', (_time: string, args: string[]) => commands.push(String(args[0]).toLowerCase()));
+  const result = await f();
+  await client.ping('end');
+  for (let i = 0; i < 100 && !commands.includes('ping'); i++) await new Promise((r) => setTimeout(r, 10));
+  monitor.disconnect();
+  return { result, commands };
+};
