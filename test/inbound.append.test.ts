@@ -126,6 +126,8 @@ describe('all or nothing with the script (Redis out of memory under noeviction)'
     const s = await session();
     await client.config('SET', 'maxmemory', '1');
     expect(await s.exec(writeCommands(points, 's', 1000, undefined, true))).toEqual(E.left({ tag: 'out_of_memory', error: expect.stringMatching(/OOM/) }));
+    // a MULTI of the script alone too: Redis refuses what is queued while it is full
+    expect(await s.exec(writeCommands(points, 's', 1000, undefined, true).slice(1))).toEqual(E.left({ tag: 'out_of_memory', error: expect.stringMatching(/OOM/) }));
     await client.config('SET', 'maxmemory', '0');
     expect([await client.exists('process:updates'), (await client.keys('process:image:*')).length]).toEqual([0, 0]);
   });

@@ -39,10 +39,10 @@ const xaddOf = (max: string, casdu: string, ioa: string, source: string, json: s
  * ioredis builds, times and parses every command of a `MULTI` on its own, and at one `XADD` a data
  * point that was most of an array body's CPU time. The script takes the stream as its key and, as
  * arguments, `MAXLEN`, the source, the traceparent (empty for none), then casdu, ioa and data of
- * each entry in order, and appends exactly the entries `xaddOf` would. `#!lua` (Redis 7) makes it a
- * write that Redis refuses up front when it is out of memory, as it does the `MSET`; Redis 7 decides
- * that once for the whole `EXEC`, so the transaction stays all or nothing. Only sent on a
- * connection where the probe ran (Redis 7, `EVAL` allowed); else the `XADD`s are sent as they are.
+ * each entry in order, and appends exactly the entries `xaddOf` would. `#!lua`: a script of Redis
+ * 7's kind, flags declared (none: a write, not `allow-oom`). Redis 7 decides out-of-memory once for
+ * the whole `EXEC` (tested), so the transaction stays all or nothing. Only sent on a connection
+ * where the probe ran (Redis 7, `EVAL` allowed); else the `XADD`s are sent as they are.
  */
 export const APPEND_SCRIPT = `#!lua
 local key, maxlen, source, tp = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
