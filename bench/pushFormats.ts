@@ -71,7 +71,8 @@ type Inherent = { readonly default: number; readonly influx: number; readonly gz
 /**
  * µs a point of `work` at the connector's pace: one fresh 500-point batch a window (100 ms at
  * 5,000 points/s), with the thread idle in between, `batches` of them — the same calls as
- * `usPerPoint` on the same clock, but each between other work, as a render runs in the connector.
+ * `usPerPoint` on the same clock, but each after a pause, as a render comes once a window in the
+ * connector.
  * Reported beside the back-to-back loop, not held to a target: the issue names a bare loop.
  */
 const pacedUsPerPoint = async (work: (b: Batch) => unknown | Promise<unknown>, batches: number): Promise<number> => {
