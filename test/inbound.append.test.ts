@@ -9,7 +9,7 @@ import { buildInbound } from '../src/runtime/inbound';
 import { postJson } from './helpers/http';
 import { startInProcess, type InProcess } from './helpers/inProcess';
 import { eventually } from './helpers/cli';
-import { monitored as monitorCommands, privateRedis } from './helpers/redis';
+import { monitored as monitorCommands, privateRedis, readmeAcl } from './helpers/redis';
 
 /**
  * README "How a write reaches Redis", against a private Redis 7: a write's stream entries are
@@ -36,8 +36,7 @@ const MAPPINGS = [
 const BODY = [1, 2, 3].map((m) => ({ ts: `2026-11-27T08:0${m}:00Z`, state: m === 3 ? 'STOP' : 'RUN', readings: [{ name: 'temp', value: 20 + m }] }));
 const url = '/api/datapoints?topic=edge';
 /** The README's ACL line without `+eval`: what an installation set up before it had it. */
-const NO_EVAL = ['ACL', 'SETUSER', 'noeval', 'on', '>pw', 'resetkeys', '~process:image:*', '~process:updates', '~connectors:*', 'resetchannels', '-@all',
-  '+ping', '+info', '+client|setname', '+get', '+set', '+mset', '+del', '+type', '+mget', '+multi', '+exec', '+xadd', '+xrange', '+pexpire', '+incrby'];
+const NO_EVAL = readmeAcl('noeval', 'pw').filter((a) => a !== '+eval');
 
 const start = async (user?: string): Promise<InProcess> => {
   const env: Record<string, string> = user === undefined ? {} : { ConnectionStrings__Datastore: `${r.redis.url},user=${user},password=pw` };
@@ -63,7 +62,7 @@ it('by script where EVAL is allowed, one XADD each where not: the same entries, 
   const image = await client.mget('process:image:casdu:5:ioa:1', 'process:image:casdu:5:ioa:2');
   await client.flushall();
 
-  await client.call(...(NO_EVAL as [string, ...string[]]));
+  await client.call('ACL', ...NO_EVAL);
   const plain = await start('noeval');
   const line = await told(plain, 'XADD');
   expect(line).toMatchObject({ level: 'info', connection: 'rest-connectors:main', reason: expect.stringMatching(/NOPERM/) });
@@ -77,7 +76,7 @@ it('by script where EVAL is allowed, one XADD each where not: the same entries, 
 });
 
 it('EVAL revoked while running: the write refused for it is sent again as XADDs and written once; later writes go as XADDs', async () => {
-  await client.call(...(NO_EVAL as [string, ...string[]]), '+eval');
+  await client.call('ACL', ...NO_EVAL, '+eval');
   const app = await start('noeval');
   await told(app, 'script');
   expect((await postJson(`${app.url}${url}`, BODY)).status).toBe(200);

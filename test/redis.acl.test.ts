@@ -1,11 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from '../support/freePort';
 import { Connector, eventually, runCli } from './helpers/cli';
 import { postJson, request } from './helpers/http';
 import { Receiver } from './helpers/receiver';
-import { privateRedis } from './helpers/redis';
+import { privateRedis, readmeAcl } from './helpers/redis';
 
 /**
  * Issue 11: the README's `ACL SETUSER` line, run as written, gives both connectors and the
@@ -19,16 +18,8 @@ afterAll(async () => {
   await Promise.all(running.map((c) => c.stop('SIGKILL')));
 });
 
-const README = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
-const aclLine = (): string => {
-  const line = README.split('\n').find((l) => l.startsWith('ACL SETUSER rest-connectors '));
-  if (line === undefined) throw new Error('README has no ACL SETUSER line');
-  return line;
-};
-
 it('the README\'s ACL user runs both connectors and the operator commands, and is refused everything else', async () => {
-  const args = aclLine().replace('>change-me', '>acl-pw').split(' ').slice(1);
-  await r.client.call('ACL', ...args);
+  await r.client.call('ACL', ...readmeAcl('rest-connectors', 'acl-pw'));
   await r.client.call('ACL', 'LOG', 'RESET');
   const conn = `${r.redis.url},user=rest-connectors,password=acl-pw`;
   const env = { ConnectionStrings__Datastore: conn, Datastore__ConnectionRetrySeconds: '0.2' };

@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -94,4 +94,15 @@ export const monitored = async <A>(client: Redis, f: () => Promise<A>): Promise<
   for (let i = 0; i < 100 && !commands.includes('ping'); i++) await new Promise((r) => setTimeout(r, 10));
   monitor.disconnect();
   return { result, commands };
+};
+
+/**
+ * The README's `ACL SETUSER` line as the arguments of `ACL`, for `user` with `password`
+ * (`client.call('ACL', ...readmeAcl(…))`).
+ */
+export const readmeAcl = (user: string, password: string): string[] => {
+  const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+  const line = readme.split('\n').find((l) => l.startsWith('ACL SETUSER rest-connectors '));
+  if (line === undefined) throw new Error('README has no ACL SETUSER line');
+  return line.replace('ACL SETUSER rest-connectors ', `ACL SETUSER ${user} `).replace('>change-me', `>${password}`).split(' ').slice(1);
 };
