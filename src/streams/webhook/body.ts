@@ -3,7 +3,7 @@ import { influxPrecision } from '../../config/formatSettings';
 import { addBodyTime, clockMicros, timedBody } from '../../telemetry/bodyTime';
 import type { Webhook } from '../../config/webhookSettings';
 import type { Batch, Cause, Content } from '../read/batches';
-import { bodyFormatOf, influxLines, jsonataText, LINE_CONTENT_TYPE, ndjsonLine, NDJSON_CONTENT_TYPE, splitPoints, type BodyFormat } from './formats';
+import { bodyFormatOf, influxLines, jsonataText, LINE_CONTENT_TYPE, ndjsonLine, NDJSON_CONTENT_TYPE, oneAtATime, splitPoints, type BodyFormat } from './formats';
 
 /**
  * A webhook's request body (CONTRACT 4.2, 4.6): the one place that makes one from a batch, and the
@@ -144,17 +144,18 @@ const prepare = async (format: BodyFormat, batch: Batch, alloc: (length: number)
         const { text, skipped } = influxLines(format, points, batch.cause === 'interrogation' || batch.cause === 'periodic' ? undefined : batch.ids);
         return made(text, LINE_CONTENT_TYPE, skipped);
       });
-    case 'jsonata': {
-      // its time from start to end, less what other work spent in the turns it gave up
-      const t0 = clockMicros();
-      const parked0 = format.parked.micros;
-      try {
-        const text = await jsonataText(format, JSON.parse(datapointsText(content, batch.cause)));
-        return text === undefined ? { kind: 'nothing', skipped: 0 } : made(text, format.contentType);
-      } finally {
-        addBodyTime('jsonata', clockMicros() - t0 - (format.parked.micros - parked0));
-      }
-    }
+    case 'jsonata':
+      return oneAtATime(format, async (): Promise<Prepared> => {
+        // its time from start to end, less what other work spent in the turns it gave up
+        const t0 = clockMicros();
+        const parked0 = format.parked.micros;
+        try {
+          const text = await jsonataText(format, JSON.parse(datapointsText(content, batch.cause)));
+          return text === undefined ? { kind: 'nothing', skipped: 0 } : made(text, format.contentType);
+        } finally {
+          addBodyTime('jsonata', clockMicros() - t0 - (format.parked.micros - parked0));
+        }
+      });
   }
 };
 

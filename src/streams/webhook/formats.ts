@@ -16,7 +16,10 @@ export type BodyFormat =
     readonly type: 'jsonata'; readonly expression: jsonata.Expression; readonly output: 'json' | 'ndjson'; readonly contentType: string;
     /** µs the main thread spent on other work while this expression's evaluations gave up their turn (`bodyTime.ts`). */
     readonly parked: { micros: number };
+    /** The end of the last evaluation of this expression begun (`oneAtATime`). */
+    readonly turns: { tail: Promise<unknown> };
   };
+export type JsonataFormat = Extract<BodyFormat, { type: 'jsonata' }>;
 
 export const NDJSON_CONTENT_TYPE = 'application/x-ndjson';
 export const LINE_CONTENT_TYPE = 'text/plain; charset=utf-8';
@@ -51,7 +54,7 @@ export const bodyFormatOf = (f: FormatSettings, precision: Precision): BodyForma
         // Stryker disable next-line ConditionalExpression,EqualityOperator,UpdateOperator: how often it yields (a test shows that it does)
         ++steps % JSONATA_STEPS_PER_TURN === 0 ? turn() : undefined);
       const output = f.output ?? 'json';
-      return { type: 'jsonata', expression, output, contentType: f.contentType ?? (output === 'json' ? 'application/json' : NDJSON_CONTENT_TYPE), parked };
+      return { type: 'jsonata', expression, output, contentType: f.contentType ?? (output === 'json' ? 'application/json' : NDJSON_CONTENT_TYPE), parked, turns: { tail: Promise.resolve() } };
     }
   }
 };
@@ -110,8 +113,23 @@ export const influxLines = (f: Extract<BodyFormat, { type: 'influx-line' }>, poi
   return { text, skipped };
 };
 
+/**
+ * `work` (an evaluation of `f`'s expression) once the evaluations of it begun before have ended:
+ * an expression evaluates one batch at a time, in the order they came. JSONata's 1 s limit is
+ * wall time from the evaluation's start, and evaluations run side by side share the thread step
+ * by step: 200 batches arriving at once (a lane catching up) would each take as long as all of
+ * them, and most would be refused for running longer than 1 s though each takes 20 ms alone. One
+ * at a time, each is timed (`parked`, `webhook_body_seconds_total`) and limited by its own run.
+ * Other expressions (other webhooks) are not held: they take turns with this one.
+ */
+export const oneAtATime = <T>(f: JsonataFormat, work: () => Promise<T>): Promise<T> => {
+  const run = f.turns.tail.then(work);
+  f.turns.tail = run.then(() => undefined, () => undefined);
+  return run;
+};
+
 /** The JSONata result as the body's text; undefined for JSONata's nothing. Throws what cannot be sent. */
-export const jsonataText = async (f: Extract<BodyFormat, { type: 'jsonata' }>, input: unknown): Promise<string | undefined> => {
+export const jsonataText = async (f: JsonataFormat, input: unknown): Promise<string | undefined> => {
   let result: unknown;
   try {
     result = await f.expression.evaluate(input);
