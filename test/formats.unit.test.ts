@@ -1,7 +1,8 @@
+import fc from 'fast-check';
 import * as E from 'fp-ts/Either';
 import { parseManagedSettings } from '../src/config/managed';
 import { escapeKey, escapeMeasurement, escapeStringField, pointLine, timeIn } from '../src/streams/webhook/lineProtocol';
-import { bodyFormatOf, entryMs, jsonataText, LINE_CONTENT_TYPE, NDJSON_CONTENT_TYPE, ndjsonLine, splitPoints } from '../src/streams/webhook/formats';
+import { bodyFormatOf, entryMs, jsonataText, LINE_CONTENT_TYPE, NDJSON_CONTENT_TYPE, ndjsonBytes } from '../src/streams/webhook/formats';
 import { formatOf, prepareBody, storedPoints } from '../src/streams/webhook/body';
 import { toBatch } from '../src/streams/read/batches';
 
@@ -74,15 +75,33 @@ describe('a batch in line protocol (body.ts)', () => {
 });
 
 describe('splitting and ndjson', () => {
+  /** The lines of an ndjson body: each a line break's end. */
+  const lines = (joined: string): string[] => {
+    const text = ndjsonBytes(joined).toString('utf8');
+    expect(text === '' || text.endsWith('\n')).toBe(true);
+    return text === '' ? [] : text.slice(0, -1).split('\n');
+  };
+
   it('splits joined points at the commas between them, not inside strings, objects or arrays', () => {
-    const points = [{ a: 'x,y', b: [1, 2], c: { d: ',' } }, { e: 'q"uo\\"te,' }, {}];
-    expect(splitPoints(points.map((p) => JSON.stringify(p)).join(',')).map((t) => JSON.parse(t) as unknown)).toEqual(points);
-    expect(splitPoints('')).toEqual([]);
+    const points = [{ a: 'x,y', b: [1, 2], c: { d: ',' } }, { e: 'q"uo\\"te,' }, {}, { f: 'é,ü\u2028,😀', g: [[{}], ','] }];
+    expect(lines(points.map((p) => JSON.stringify(p)).join(',')).map((t) => JSON.parse(t) as unknown)).toEqual(points);
+    expect(lines('')).toEqual([]);
+    expect(ndjsonBytes('')).toEqual(Buffer.alloc(0));
   });
 
-  it('a point stored on several lines becomes one line; others go as they stand', () => {
-    expect(ndjsonLine('{"a": 1,\n "b": "x"}')).toBe('{"a":1,"b":"x"}\n');
-    expect(ndjsonLine('{"a": 1}')).toBe('{"a": 1}\n');
+  it('any JSON objects, compact or stored on several lines, come out a line each, parsing to the same objects', () => {
+    const objects = fc.array(fc.dictionary(fc.string({ unit: 'binary' }), fc.jsonValue()), { maxLength: 20 });
+    fc.assert(fc.property(objects, fc.boolean(), (points, pretty) => {
+      const got = lines(points.map((p) => JSON.stringify(p, null, pretty ? 2 : undefined)).join(','));
+      expect(got.map((t) => JSON.parse(t) as unknown)).toEqual(points.map((p) => JSON.parse(JSON.stringify(p)) as unknown));
+    }), { numRuns: 300 });
+  });
+
+  it('a point stored on several lines becomes one line (its line breaks are whitespace: spaces); others go as they stand', () => {
+    expect(lines('{"a": 1,\n "b": "x"},{"c":\r\n2}')).toEqual(['{"a": 1,  "b": "x"}', '{"c":  2}']);
+    expect(lines('{"a": 1}')).toEqual(['{"a": 1}']);
+    // an escaped line break inside a string stays as written
+    expect(lines('{"a":"x\\ny"}')).toEqual(['{"a":"x\\ny"}']);
   });
 });
 
@@ -223,7 +242,7 @@ describe('the edges the mutation run found (issue 38)', () => {
   });
 
   it('splits at the right commas when strings hold brackets, commas and escaped quotes', () => {
-    expect(splitPoints('{"a":"},"},{"b":"\\"},{"},{"c":["]",","]}')).toEqual(['{"a":"},"}', '{"b":"\\"},{"}', '{"c":["]",","]}']);
+    expect(ndjsonBytes('{"a":"},"},{"b":"\\"},{"},{"c":["]",","]}').toString()).toBe('{"a":"},"}\n{"b":"\\"},{"}\n{"c":["]",","]}\n');
   });
 
   it('an entry ID without a time before its dash has no time', () => {

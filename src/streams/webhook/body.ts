@@ -3,7 +3,7 @@ import { influxPrecision } from '../../config/formatSettings';
 import { addBodyTime, clockMicros, timedBody } from '../../telemetry/bodyTime';
 import type { Webhook } from '../../config/webhookSettings';
 import type { Batch, Cause, Content } from '../read/batches';
-import { bodyFormatOf, influxLines, jsonataText, LINE_CONTENT_TYPE, ndjsonLine, NDJSON_CONTENT_TYPE, oneAtATime, splitPoints, type BodyFormat } from './formats';
+import { bodyFormatOf, influxLines, jsonataText, LINE_CONTENT_TYPE, ndjsonBytes, NDJSON_CONTENT_TYPE, oneAtATime, type BodyFormat } from './formats';
 
 /**
  * A webhook's request body (CONTRACT 4.2, 4.6): the one place that makes one from a batch, and the
@@ -108,10 +108,10 @@ const renderDatapoints = (content: Content, cause: Cause | undefined, alloc: (le
   }
 };
 
-/** The points' JSON texts. */
-const pointTexts = (content: Content): string[] =>
-  // Stryker disable next-line ArrayDeclaration,ConditionalExpression: a stored body is never split (prepare sends it as it is)
-  content.kind === 'text' ? splitPoints(content.points) : content.kind === 'bytes' ? content.points.map((p) => Buffer.from(p).toString('utf8')) : [];
+/** The points' JSON texts joined by commas (`Content` 'text' holds them so). */
+const joinedPoints = (content: Content): string =>
+  // Stryker disable next-line ConditionalExpression,StringLiteral: a stored body is never rendered again (prepare sends it as it is)
+  content.kind === 'text' ? content.points : content.kind === 'bytes' ? content.points.map((p) => Buffer.from(p).toString('utf8')).join(',') : '';
 
 /** What a batch comes to for one webhook: a body, nothing to send (every point left out, or JSONata's nothing), or a failure. */
 export type Prepared =
@@ -135,11 +135,14 @@ const prepare = async (format: BodyFormat, batch: Batch, alloc: (length: number)
   }
   switch (format.type) {
     case 'ndjson':
-      return timedBody('ndjson', () => made(pointTexts(content).map(ndjsonLine).join(''), NDJSON_CONTENT_TYPE));
+      return timedBody('ndjson', () => {
+        const bytes = ndjsonBytes(joinedPoints(content));
+        return bytes.length === 0 ? { kind: 'nothing', skipped: 0 } : { kind: 'body', body: { bytes, contentType: NDJSON_CONTENT_TYPE }, skipped: 0 };
+      });
     case 'influx-line':
       return timedBody('influx-line', () => {
         // the points parsed in one piece: a native parse of the whole list is cheaper than splitting first
-        const points = JSON.parse(content.kind === 'text' ? `[${content.points}]` : `[${pointTexts(content).join(',')}]`) as Array<Record<string, unknown>>;
+        const points = JSON.parse(`[${joinedPoints(content)}]`) as Array<Record<string, unknown>>;
         // an interrogation's points have no stream entry: no time for those without a timestamp
         const { text, skipped } = influxLines(format, points, batch.cause === 'interrogation' || batch.cause === 'periodic' ? undefined : batch.ids);
         return made(text, LINE_CONTENT_TYPE, skipped);
