@@ -81,6 +81,21 @@ describe('formats (CONTRACT 4.7)', () => {
     expect(metrics).toContain(`webhook_render_failures_total{webhook="4",host="${new URL(failing.url).host}"} ${entries.length}`);
   });
 
+  it('a jsonata webhook catching up after the connector was down: 100,000 points in 100 batches, all delivered in order, none refused', async () => {
+    const hook = await receiver();
+    const webhooks = [{ url: hook.url, format: { type: 'jsonata', expression: '{ "records": [datapoints.{ "tag": casdu & "." & ioa, "seq": seq }] }' } }];
+    const first = await outbound('catchup', webhooks);
+    expect(await first.c.stop('SIGTERM')).toBe(0);
+    // what arrived while it was down: 100 batches of 1,000, read while the renders run on the same thread
+    await produce(0, 100_000);
+    const { base } = await outbound('catchup', webhooks);
+    const seqsOf = () => byId(hook.delivered()).flatMap((q) => (JSON.parse(q.body) as { records: Array<{ seq: number }> }).records.map((x) => x.seq));
+    await eventually(async () => ((await pendingCount(r.client, 'catchup')) === 0 && seqsOf().length >= 100_000 ? true : undefined), 90000, 'caught up');
+    expect(seqsOf()).toEqual(range(0, 100_000));
+    expect(await r.client.xlen('connectors:catchup:deadletter')).toBe(0);
+    expect(await (await fetch(`${base}/metrics`)).text()).not.toMatch(/webhook_render_failures_total\{[^}]*\} [1-9]/);
+  }, 150000);
+
   it('a retry sends the bytes rendered once (an expression reading the clock renders differently each time); a backlog entry keeps its body and content type, and a replay sends them as stored after the format changed, compressed as the webhook now says', async () => {
     let answers = 0;
     // 503 for the first request of each webhook-id, 200 for its retry
