@@ -109,9 +109,12 @@ const renderDatapoints = (content: Content, cause: Cause | undefined, alloc: (le
 };
 
 /** The points' JSON texts joined by commas (`Content` 'text' holds them so). */
-const joinedPoints = (content: Content): string =>
-  // Stryker disable next-line ConditionalExpression,StringLiteral: a stored body is never rendered again (prepare sends it as it is)
-  content.kind === 'text' ? content.points : content.kind === 'bytes' ? content.points.map((p) => Buffer.from(p).toString('utf8')).join(',') : '';
+const joinedPoints = (content: Content): string => {
+  if (content.kind === 'text') return content.points;
+  if (content.kind === 'bytes') return content.points.map((p) => Buffer.from(p).toString()).join(',');
+  // Stryker disable next-line all: unreachable (prepare sends a stored body as it is); a guard for the types
+  throw new Error(`a ${content.kind} body has no points to render`);
+};
 
 /** What a batch comes to for one webhook: a body, nothing to send (every point left out, or JSONata's nothing), or a failure. */
 export type Prepared =
