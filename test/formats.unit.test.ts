@@ -74,6 +74,22 @@ describe('a batch in line protocol (body.ts)', () => {
   });
 });
 
+it('points given as bytes (an interrogation thread\'s batch) render as the same points given as text, in every format', async () => {
+  const texts = ['{"casdu":1,"ioa":1,"value":1.5,"timestamp":"2026-11-21T10:15:00.999Z"}', '{"casdu":1,"ioa":2,"value":true,"source":"é, \\"x\\""}'];
+  const asText = toBatch(texts.map((json, i) => ({ id: `1700000000123-${i}`, json })));
+  const asBytes = { ...asText, content: { kind: 'bytes' as const, points: texts.map((t) => new Uint8Array(Buffer.from(t))) } };
+  const formats = [{ type: 'ndjson' }, { type: 'influx-line' }, { type: 'jsonata', expression: '$string(datapoints)' }];
+  for (const format of formats) {
+    for (const cause of [undefined, 'interrogation' as const]) {
+      const f = formatOf({ url: 'http://x/', headers: {}, secrets: [], format: format as never });
+      const fromText = await prepareBody(f, { ...asText, ...(cause !== undefined ? { cause } : {}) });
+      const fromBytes = await prepareBody(f, { ...asBytes, ...(cause !== undefined ? { cause } : {}) });
+      expect([format.type, cause, fromBytes.kind]).toEqual([format.type, cause, 'body']);
+      expect(fromBytes).toEqual(fromText);
+    }
+  }
+});
+
 describe('splitting and ndjson', () => {
   /** The lines of an ndjson body: each a line break's end. */
   const lines = (joined: string): string[] => {
