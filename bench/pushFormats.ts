@@ -7,8 +7,8 @@
  * run (the inherent cost of the work): at the connector's pace, one batch a window with the thread
  * idle between, and back to back beside it. Targets: `ndjson` ≤ 1.1× the default's CPU per point;
  * what `influx-line`, gzip and `jsonata` add to the body work beyond the default's ≤ 1.3× their
- * inherent cost, the paced loop's (the back-to-back ratios are printed beside: a hot loop does the
- * same call in a third less time than any server that makes one body a window can, see "The
+ * inherent cost, the paced loop's (the back-to-back ratios are printed beside: a hot loop made the
+ * same gzip call in about a third less time than the call made once every 50 ms, see "The
  * baseline" in bench/README.md); the four default webhooks' p99 with the `jsonata` one ≤ 1.2× the
  * all-default run's; every webhook's p99 ≤ window + 50 ms (150 ms) but the `jsonata` one's (reported
  * beside).
@@ -77,8 +77,8 @@ type Inherent = { readonly default: number; readonly influx: number; readonly gz
  * 5,000 points/s), with the thread idle in between, `batches` of them — the same calls as
  * `usPerPoint` on the same clock, but each after a pause, as a render comes once a window in the
  * connector. The inherent cost the targets are held to: the work alone, done as often as the
- * connector does it. (Idle between is the lenient case for the loop: the same call after other
- * work instead costs more again, bench/README.md.)
+ * connector does it. (Idle between is the cheaper paced case, so the stricter baseline for the
+ * connector: the same call after other work costs more again, bench/README.md.)
  */
 const pacedUsPerPoint = async (work: (b: Batch) => unknown | Promise<unknown>, batches: number): Promise<number> => {
   const made = Array.from({ length: batches }, (_, i) => sampleBatch(500, 1_000_000 + i));
