@@ -81,6 +81,23 @@ describe('formats (CONTRACT 4.7)', () => {
     expect(metrics).toContain(`webhook_render_failures_total{webhook="4",host="${new URL(failing.url).host}"} ${entries.length}`);
   });
 
+  it('a filtered webhook\'s body is rendered from its own points: ndjson and jsonata webhooks of the same format and different filters each get theirs', async () => {
+    const low = await receiver();
+    const high = await receiver();
+    const shaped = await receiver();
+    await outbound('ff', [
+      { url: low.url, format: { type: 'ndjson' }, filter: { ioa: ['0-9'] } },
+      { url: high.url, format: { type: 'ndjson' }, filter: { ioa: ['20-29'] } },
+      { url: shaped.url, format: { type: 'jsonata', expression: '{ "ioas": [datapoints.ioa] }' }, filter: { ioa: ['10-14'] } },
+    ]);
+    await produce(0, 30);
+    await eventually(async () => ((await pendingCount(r.client, 'ff')) === 0 ? true : undefined), 20000, 'all acknowledged');
+    const ndIoas = (q: Received[]) => byId(q).flatMap((x) => x.body.slice(0, -1).split('\n').map((l) => (JSON.parse(l) as { ioa: number }).ioa));
+    expect(ndIoas(low.delivered())).toEqual(range(0, 10));
+    expect(ndIoas(high.delivered())).toEqual(range(20, 30));
+    expect(byId(shaped.delivered()).flatMap((x) => (JSON.parse(x.body) as { ioas: number | number[] }).ioas)).toEqual(range(10, 15));
+  });
+
   it('a jsonata webhook catching up after the connector was down: 100,000 waiting points, all delivered in order, none refused', async () => {
     const hook = await receiver();
     const webhooks = [{ url: hook.url, format: { type: 'jsonata', expression: '{ "records": [datapoints.{ "tag": casdu & "." & ioa, "seq": seq }] }' } }];
