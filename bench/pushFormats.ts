@@ -14,7 +14,7 @@
  * beside).
  */
 import { gzipSync } from 'node:zlib';
-import { DATAPOINTS, prepareBody, renderBody } from '../src/streams/webhook/body';
+import { DATAPOINTS, prepareBody, requestBody } from '../src/streams/webhook/body';
 import type { Batch } from '../src/streams/read/batches';
 import { bodyFormatOf, influxLines } from '../src/streams/webhook/formats';
 import { clockMicros } from '../src/telemetry/bodyTime';
@@ -106,7 +106,7 @@ const inherent = async (paced = false): Promise<Inherent> => {
   const second = (w: (b: Batch) => unknown) => (paced ? pacedUsPerPoint(w, 50) : usPerPoint(w, 1_000_000));
   return {
     // the default body: the points' texts joined into `{"datapoints":[…]}` bytes
-    default: await second((b) => renderBody(DATAPOINTS, b)),
+    default: await second((b) => requestBody(b)),
     // line protocol alone: the points parsed and each written as a line
     influx: await second((b) => Buffer.from(influxLines(influx, JSON.parse(`[${(b.content as { points: string }).points}]`) as Array<Record<string, unknown>>, b.ids).text)),
     gzip: await second((b) => gzipSync(Buffer.from(influxLines(influx, JSON.parse(`[${(b.content as { points: string }).points}]`) as Array<Record<string, unknown>>, b.ids).text))),

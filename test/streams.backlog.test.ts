@@ -2,7 +2,7 @@ import { lastValueFrom, type Observable, of, Subject, takeUntil } from 'rxjs';
 import { toBatch } from '../src/streams/read/batches';
 import { redisBacklog, type RedisBacklogOptions } from '../src/streams/webhook/backlog';
 import type { BacklogItem } from '../src/streams/webhook/backlogEntry';
-import { DATAPOINTS, renderBody } from '../src/streams/webhook/body';
+import { DATAPOINTS, requestBody } from '../src/streams/webhook/body';
 import { webhookLane, type LaneObserver } from '../src/streams/webhook/lane';
 import type { WebhookResponse } from '../src/streams/webhook/answers';
 import { isOutOfMemory } from '../src/streams/store/replies';
@@ -35,7 +35,7 @@ const backlogOf = (over: Partial<RedisBacklogOptions> = {}) => {
   return { backlog, dropped, writeErrors };
 };
 const append = (b: ReturnType<typeof backlogOf>['backlog'], id: string, reason: 'refused' | 'exhausted' = 'exhausted') =>
-  run(b.append(batchOf(id), renderBody(DATAPOINTS, batchOf(id)), reason, 'HTTP 503 after 5 attempts', 5));
+  run(b.append(batchOf(id), requestBody(batchOf(id)), reason, 'HTTP 503 after 5 attempts', 5));
 
 it('5: an append that the cap makes trim reports, at once and each once, the entries of this webhook it took — also when they were refused (never redriven, never scanned)', async () => {
   const { backlog, dropped } = backlogOf({ maxLength: 5 });

@@ -1,6 +1,6 @@
 import { toBatch } from '../src/streams/read/batches';
 import { backlogBatch } from '../src/streams/webhook/backlogEntry';
-import { bodyText, DATAPOINTS, defaultBody, formatOf, prepareBody, renderBody, renderedNow, storedPoints, type Body, type BodyFormat } from '../src/streams/webhook/body';
+import { bodyText, DATAPOINTS, defaultBody, formatOf, prepareBody, requestBody, storedPoints, withBody, type Body, type BodyFormat } from '../src/streams/webhook/body';
 import { interrogationBatch, interrogationRequest } from '../src/streams/webhook/interrogation';
 
 /** The one body module (src/streams/webhook/body.ts): what every sender's body is made from, and made once per batch and format. */
@@ -9,43 +9,46 @@ const live = () => toBatch(points.map((json, i) => ({ id: `1-${i}`, json })));
 
 it('a live batch: {"datapoints":[…]} of its points as stored, JSON, and the same bytes for every webhook of the format and every retry', () => {
   const b = live();
-  const body = renderBody(DATAPOINTS, b);
+  const body = requestBody(b);
   expect([bodyText(body), body.contentType]).toEqual([`{"datapoints":[${points.join(',')}]}`, 'application/json']);
-  expect(renderBody(DATAPOINTS, b)).toBe(body);
-  expect(renderBody(formatOf({ url: 'http://x/', headers: {}, secrets: [] }), b)).toBe(body);
-  // another format object renders (and keeps) its own
+  expect(requestBody(b)).toBe(body);
+});
+
+it('prepared for the default format: the batch\'s own default body, whichever format object asks', async () => {
+  const b = live();
+  const body = requestBody(b);
+  expect(await prepareBody(formatOf({ url: 'http://x/', headers: {}, secrets: [] }), b)).toEqual({ kind: 'body', body, skipped: 0 });
   const other: BodyFormat = { type: 'datapoints' };
-  expect(renderBody(other, b)).not.toBe(body);
-  expect(renderBody(other, b).bytes.equals(body.bytes)).toBe(true);
+  expect(((await prepareBody(other, b)) as { body: Body }).body).toBe(body);
 });
 
 it('an interrogation\'s request: the points as bytes, copied once into the memory given, with its cause; the same text as from strings', () => {
   const given: Buffer[] = [];
   const b = interrogationBatch('periodic', '5-0', 2, points.map((p) => Buffer.from(p)));
-  const body = renderBody(DATAPOINTS, b, (n) => (given.push(Buffer.alloc(n)), given[given.length - 1]!));
+  const body = requestBody(b, (n) => (given.push(Buffer.alloc(n)), given[given.length - 1]!));
   expect(bodyText(body)).toBe(`{"datapoints":[${points.join(',')}],"cause":"periodic"}`);
   expect(given).toHaveLength(1);
   expect(body.bytes).toBe(given[0]);
   expect(b.webhookId).toBe('pi-5-0-2');
   // made ahead on its thread: the points go, the body stays and is sent as it is
-  const ahead = renderedNow(DATAPOINTS, b);
+  const ahead = withBody(b, requestBody(b));
   expect(ahead.content.kind).toBe('stored');
-  expect(renderBody(DATAPOINTS, ahead).bytes).toBe(renderBody(DATAPOINTS, b).bytes);
+  expect(requestBody(ahead).bytes).toBe(requestBody(b).bytes);
 });
 
 it('a resend carries its cause; an empty batch is an empty list', () => {
-  expect(bodyText(renderBody(DATAPOINTS, { ...live(), cause: 'resend' }))).toBe(`{"datapoints":[${points.join(',')}],"cause":"resend"}`);
-  expect(bodyText(renderBody(DATAPOINTS, { ...live(), content: { kind: 'text', points: '' } }))).toBe('{"datapoints":[]}');
+  expect(bodyText(requestBody({ ...live(), cause: 'resend' }))).toBe(`{"datapoints":[${points.join(',')}],"cause":"resend"}`);
+  expect(bodyText(requestBody({ ...live(), content: { kind: 'text', points: '' } }))).toBe('{"datapoints":[]}');
 });
 
 it('a backlog entry is sent as stored, with its content type; its size is read from its body', () => {
   const b = backlogBatch({ id: '9-0', webhookId: '1-0_1-1', body: '{"datapoints":[{"a":1},{"a":2}]}', contentType: 'text/plain', traces: '' });
-  expect([bodyText(renderBody(DATAPOINTS, b)), renderBody(DATAPOINTS, b).contentType, b.size, b.first]).toEqual(['{"datapoints":[{"a":1},{"a":2}]}', 'text/plain', 2, '1-0']);
+  expect([bodyText(requestBody(b)), requestBody(b).contentType, b.size, b.first]).toEqual(['{"datapoints":[{"a":1},{"a":2}]}', 'text/plain', 2, '1-0']);
   expect([storedPoints('not json'), storedPoints('{"datapoints":3}'), storedPoints('[]')]).toEqual([0, 0, 0]);
 });
 
 it('a request whose body stays on its thread is never rendered here', () => {
-  expect(() => renderBody(DATAPOINTS, interrogationRequest('interrogation', '5-0', 1, 3))).toThrow(/interrogation thread/);
+  expect(() => requestBody(interrogationRequest('interrogation', '5-0', 1, 3))).toThrow(/interrogation thread/);
 });
 
 describe('a webhook\'s format (CONTRACT 4.7), what each renders, and what is kept', () => {
@@ -68,15 +71,16 @@ describe('a webhook\'s format (CONTRACT 4.7), what each renders, and what is kep
     expect(hook({ type: 'jsonata', expression: 'datapoints', output: 'ndjson' })).not.toBe(j);
   });
 
-  it('the default body of text or bytes with each cause\'s ending; a stored body as stored, whatever the format', () => {
+  it('the default body of text or bytes with each cause\'s ending; a stored body as stored, whatever the format', async () => {
     for (const cause of [undefined, 'interrogation', 'periodic', 'resend'] as const) {
       const end = cause === undefined ? ']}' : `],"cause":"${cause}"}`;
-      expect(bodyText(renderBody({ type: 'datapoints' }, { ...live(), ...(cause ? { cause } : {}) }))).toBe(`{"datapoints":[${points.join(',')}${end}`);
-      expect(bodyText(renderBody({ type: 'datapoints' }, bytesBatch(cause)))).toBe(`{"datapoints":[${points.join(',')}${end}`);
+      expect(bodyText(requestBody({ ...live(), ...(cause ? { cause } : {}) }))).toBe(`{"datapoints":[${points.join(',')}${end}`);
+      expect(bodyText(requestBody(bytesBatch(cause)))).toBe(`{"datapoints":[${points.join(',')}${end}`);
     }
     for (const body of ['a\nb\n', Buffer.from('a\nb\n')]) {
       const stored = { ...live(), content: { kind: 'stored' as const, body, contentType: 'application/x-ndjson' } };
-      expect([bodyText(renderBody(hook({ type: 'ndjson' }), stored)), renderBody(hook({ type: 'ndjson' }), stored).contentType]).toEqual(['a\nb\n', 'application/x-ndjson']);
+      const p = (await prepareBody(hook({ type: 'ndjson' }), stored)) as { body: Body };
+      expect([bodyText(p.body), p.body.contentType, bodyText(requestBody(stored))]).toEqual(['a\nb\n', 'application/x-ndjson', 'a\nb\n']);
     }
   });
 
@@ -97,23 +101,23 @@ describe('a webhook\'s format (CONTRACT 4.7), what each renders, and what is kep
     expect(bodyText(((await prepareBody(line, bytesBatch('resend'))) as { body: Body }).body)).toBe('m,casdu=1,ioa=1 value=1 1\nm,casdu=1,ioa=2 value_text="é" 1\n');
   });
 
-  it('rendered once: the same result for every call and retry; nothing, a failure, or not yet rendered are told apart', async () => {
+  it('rendered once: the same result for every call and retry; the batch carrying it sends it; nothing and a failure are told apart', async () => {
     const nd = hook({ type: 'ndjson' });
     const b = live();
-    expect(() => renderBody(nd, b)).toThrow(`the ndjson body of ${b.webhookId} is not rendered yet`);
     const first = prepareBody(nd, b);
-    expect(() => renderBody(nd, b)).toThrow(/is not rendered yet/);
+    expect(prepareBody(nd, b)).toBe(first);
     const r = await first;
     expect(await prepareBody(nd, b)).toBe(r);
-    expect(renderBody(nd, b)).toBe((r as { body: Body }).body);
+    // the batch handed on with its body sends exactly it; the batch itself still has its default body
+    expect(requestBody(withBody(b, (r as { body: Body }).body)).bytes).toBe((r as { body: Body }).body.bytes);
+    expect(requestBody(withBody(b, (r as { body: Body }).body)).contentType).toBe('application/x-ndjson');
+    expect(requestBody(b).contentType).toBe('application/json');
     const nothing = hook({ type: 'jsonata', expression: 'nothing.here' });
     expect(await prepareBody(nothing, b)).toEqual({ kind: 'nothing', skipped: 0 });
-    expect(() => renderBody(nothing, b)).toThrow(`${b.webhookId} has no jsonata body: nothing to send`);
     const failing = hook({ type: 'jsonata', expression: '$error("no")' });
     expect(await prepareBody(failing, b)).toEqual({ kind: 'failed', error: 'no (D3137 at character 7)' });
-    expect(() => renderBody(failing, b)).toThrow(`${b.webhookId} has no jsonata body: no (D3137 at character 7)`);
     expect(await prepareBody(nd, { ...b, content: { kind: 'text', points: '' } })).toEqual({ kind: 'nothing', skipped: 0 });
-    expect(defaultBody(b)).toBe(renderBody(DATAPOINTS, b));
+    expect(defaultBody(b)).toBe(requestBody(b));
   });
 
   it('prepared: the default body for the default format; a stored body as stored for any format; a body on its thread is a failure here', async () => {
@@ -121,7 +125,7 @@ describe('a webhook\'s format (CONTRACT 4.7), what each renders, and what is kep
     expect(await prepareBody({ type: 'datapoints' }, live())).toEqual({ kind: 'body', body: { bytes: Buffer.from(`{"datapoints":[${points.join(',')}]}`), contentType: 'application/json' }, skipped: 0 });
     const stored = { ...live(), content: { kind: 'stored' as const, body: '{"datapoints":[{"a":1}]}', contentType: 'application/json' } };
     expect(await prepareBody(nd, stored)).toEqual({ kind: 'body', body: { bytes: Buffer.from('{"datapoints":[{"a":1}]}'), contentType: 'application/json' }, skipped: 0 });
-    expect(Buffer.isBuffer(renderBody(nd, stored).bytes)).toBe(true);
+    expect(Buffer.isBuffer(requestBody(stored).bytes)).toBe(true);
     expect(await prepareBody(nd, interrogationRequest('interrogation', '5-0', 1, 3))).toEqual({ kind: 'failed', error: expect.stringMatching(/interrogation thread/) });
   });
 

@@ -1,6 +1,6 @@
 import { toBatch } from '../src/streams/read/batches';
 import { backlogBatch } from '../src/streams/webhook/backlogEntry';
-import { DATAPOINTS, formatOf, prepareBody, renderBody } from '../src/streams/webhook/body';
+import { DATAPOINTS, formatOf, prepareBody, requestBody } from '../src/streams/webhook/body';
 import { payloadOf } from '../src/streams/webhook/client';
 import { bodyTimeSpent, clockMicros, type BodyWork } from '../src/telemetry/bodyTime';
 import { makeMetrics } from '../src/telemetry/metrics';
@@ -31,9 +31,9 @@ it('each format\'s rendering is counted for its own work, once per batch (a seco
   for (const [work, format] of cases) {
     const b = batchOf(5000);
     const f = hook(format);
-    const first = await grown(work, () => (f.type === 'datapoints' ? renderBody(f, b) : prepareBody(f, b)));
+    const first = await grown(work, () => (f.type === 'datapoints' ? requestBody(b) : prepareBody(f, b)));
     expect([work, first.own > 0, first.others]).toEqual([work, true, 0]);
-    const again = await grown(work, () => (f.type === 'datapoints' ? renderBody(f, b) : prepareBody(f, b)));
+    const again = await grown(work, () => (f.type === 'datapoints' ? requestBody(b) : prepareBody(f, b)));
     expect([work, again.own, again.others]).toEqual([work, 0, 0]);
   }
 });
@@ -42,13 +42,13 @@ it('a backlog entry\'s stored body is sent as stored: no work counted', async ()
   const body = `{"datapoints":[${Array.from({ length: 20000 }, (_, i) => `{"a":${i}}`).join(',')}]}`;
   const b = backlogBatch({ id: '9-0', webhookId: '1-0_1-1', body, contentType: 'application/json', traces: '' });
   const before = bodyTimeSpent();
-  renderBody(DATAPOINTS, b);
+  requestBody(b);
   await prepareBody(hook({ type: 'influx-line' }), b);
   expect(bodyTimeSpent()).toEqual(before);
 });
 
 it('gzip is counted once per body, for every webhook that compresses it', async () => {
-  const body = renderBody(DATAPOINTS, batchOf(5000));
+  const body = requestBody(batchOf(5000));
   const w = { url: 'http://x/in', headers: {}, secrets: [], compression: 'gzip' } as never;
   const first = await grown('gzip', () => payloadOf(w, body));
   expect([first.own > 0, first.others]).toEqual([true, 0]);

@@ -1,6 +1,6 @@
 import type { PointFilter } from '../src/config/webhookSettings';
 import { toBatch } from '../src/streams/read/batches';
-import { bodyText, DATAPOINTS, renderBody } from '../src/streams/webhook/body';
+import { bodyText, DATAPOINTS, requestBody } from '../src/streams/webhook/body';
 import type { DecodedEntry } from '../src/streams/read/entries';
 import { matches, partFor } from '../src/streams/webhook/filter';
 
@@ -28,7 +28,7 @@ it('2: the part holds the matching entries in stream order, and the batch\'s rec
   expect(part.webhookId).toBe('1-2_1-3');
   expect(part.ids).toEqual(['1-2', '1-3']);
   expect(part.size).toBe(2);
-  expect(JSON.parse(bodyText(renderBody(DATAPOINTS, part)))).toEqual({ datapoints: [{ casdu: 20, ioa: 1500 }, { casdu: 10, ioa: 1999 }] });
+  expect(JSON.parse(bodyText(requestBody(part)))).toEqual({ datapoints: [{ casdu: 20, ioa: 1500 }, { casdu: 10, ioa: 1999 }] });
   expect([part.first, [...part.done], part.recorded]).toEqual(['1-0', ['0 http://a/'], true]);
   expect(partFor({ casdu: [[99, 99]] }, es, batch)).toBeNull();
 });

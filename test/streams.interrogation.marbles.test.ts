@@ -3,7 +3,7 @@ import { TestScheduler } from 'rxjs/testing';
 import type { PostBatch, WebhookResponse } from '../src/streams/webhook/answers';
 import type { LaneBacklog } from '../src/streams/webhook/backlog';
 import { REDRIVABLE, byStreamOrder, type BacklogItem } from '../src/streams/webhook/backlogEntry';
-import { bodyText, DATAPOINTS, renderBody, storedContent } from '../src/streams/webhook/body';
+import { bodyText, DATAPOINTS, requestBody, storedContent } from '../src/streams/webhook/body';
 import { toBatch, type Batch } from '../src/streams/read/batches';
 import { webhookLane, type LaneObserver, type LaneResult } from '../src/streams/webhook/lane';
 import { webhookKey } from '../src/streams/read/deliveryState';
@@ -168,7 +168,7 @@ it('a run with a sender of its own (a thread that holds the bodies) gets every a
           ...run,
           next: bare,
           sender: {
-            post: (b) => (log.push(`thread ${b.webhookId} body '${b.content.kind === 'elsewhere' ? '' : bodyText(renderBody(DATAPOINTS, b))}'`), own(b)),
+            post: (b) => (log.push(`thread ${b.webhookId} body '${b.content.kind === 'elsewhere' ? '' : bodyText(requestBody(b))}'`), own(b)),
             withBody: (b) => (log.push(`withBody ${b.webhookId}`), of({ ...b, content: storedContent(`{"k":"${b.webhookId}"}`) })),
           },
         };

@@ -3,7 +3,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { batches, toBatch, type Batch } from '../src/streams/read/batches';
 import type { LaneBacklog } from '../src/streams/webhook/backlog';
 import { byStreamOrder, REDRIVABLE, type BacklogItem, type BacklogReason } from '../src/streams/webhook/backlogEntry';
-import { bodyText, DATAPOINTS, renderBody } from '../src/streams/webhook/body';
+import { bodyText, DATAPOINTS, requestBody } from '../src/streams/webhook/body';
 import type { PostBatch, WebhookResponse } from '../src/streams/webhook/answers';
 import { memoryDisabledMark, type DisabledMark } from '../src/streams/webhook/disabledMarks';
 import { webhookLane, type LaneObserver, type LaneOptions, type LaneResult } from '../src/streams/webhook/lane';
@@ -85,8 +85,8 @@ describe('batches (bufferTime)', () => {
   it('keys the batch by its first and last stream IDs and serialises the body once', () => {
     const b = batchOf('1-0', '1-1', '2-0');
     expect(b.webhookId).toBe('1-0_2-0');
-    expect(JSON.parse(bodyText(renderBody(DATAPOINTS, b)))).toEqual({ datapoints: [{ v: '1-0' }, { v: '1-1' }, { v: '2-0' }] });
-    expect(renderBody(DATAPOINTS, b)).toBe(renderBody(DATAPOINTS, b));
+    expect(JSON.parse(bodyText(requestBody(b)))).toEqual({ datapoints: [{ v: '1-0' }, { v: '1-1' }, { v: '2-0' }] });
+    expect(requestBody(b)).toBe(requestBody(b));
   });
 });
 
@@ -111,7 +111,7 @@ const scripted = (
     const n = (counts.get(batch.webhookId) ?? 0) + 1;
     counts.set(batch.webhookId, n);
     attempts.push({ batch: batch.ids.join(''), at: ts.now() });
-    bodies.push((JSON.parse(bodyText(renderBody(DATAPOINTS, batch))) as { datapoints: Array<{ v: string }> }).datapoints.map((p) => p.v).join(','));
+    bodies.push((JSON.parse(bodyText(requestBody(batch))) as { datapoints: Array<{ v: string }> }).datapoints.map((p) => p.v).join(','));
     const a = answer(batch, n);
     if (a === 'hang') return NEVER;
     const body$ = a === 'error' ? ts.createColdObservable<WebhookResponse>(`${latency}ms #`, undefined, new Error('ECONNRESET')) : ts.createColdObservable<WebhookResponse>(`${latency}ms (r|)`, { r: a });
@@ -178,7 +178,7 @@ describe('webhook lane', () => {
         rendered.push(id);
         if (id === 'a') return cold<Prepared>('1000ms (f|)', { f: { kind: 'failed', error: 'the expression ran longer than 1000 ms' } });
         if (id === 'c') return cold<Prepared>('(n|)', { n: { kind: 'nothing', skipped: 0 } });
-        return cold<Prepared>('(p|)', { p: { kind: 'body', body: renderBody(DATAPOINTS, b), skipped: 0 } });
+        return cold<Prepared>('(p|)', { p: { kind: 'body', body: requestBody(b), skipped: 0 } });
       };
       const out = cold<Batch>('a 9ms b 9ms c 9ms d|', { a: batchOf('a'), b: batchOf('b'), c: batchOf('c'), d: batchOf('d') }).pipe(
         lane(ts, hookA.post, { webhook: { ...hook('http://a/'), format: { type: 'ndjson' } }, render }, dead), mapOutcome(),
@@ -305,6 +305,28 @@ describe('webhook lane: circuit, probes and redrive (CONTRACT 4.4)', () => {
     expect(mem.entries.map((e) => [e.webhookId, e.attempts])).toEqual([['1-0_1-0', 3], ['2-0_2-0', 1], ['3-0_3-0', 0]]);
   });
 
+  it('CONTRACT 4.7: a batch that enters the backlog without an attempt (circuit) is rendered first: its entry keeps the webhook\'s body; nothing to send is delivered; a failed rendering is refused with the default body', () => {
+    const ts = newScheduler();
+    const mem = memoryBacklog(ts);
+    const rendered: string[] = [];
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, () => fail);
+      const render = (_f: unknown, b: Batch) => {
+        const id = b.ids.join('');
+        rendered.push(id);
+        if (id === '3-0') return cold<Prepared>('(f|)', { f: { kind: 'failed', error: 'no' } });
+        if (id === '4-0') return cold<Prepared>('(n|)', { n: { kind: 'nothing', skipped: 1 } });
+        return cold<Prepared>('(p|)', { p: { kind: 'body', body: { bytes: Buffer.from(`{"datapoints":[{"v":"${id}"}],"as":"ndjson"}`), contentType: 'application/x-ndjson' }, skipped: 0 } });
+      };
+      const src = cold<Batch>('a 9ms b 9ms c 9ms d', { a: batchOf('1-0'), b: batchOf('2-0'), c: batchOf('3-0'), d: batchOf('4-0') });
+      const out = src.pipe(lane(ts, post(hookA), { maxAttempts: 1, circuitThreshold: 1, backlog: mem.backlog, webhook: { ...hook('http://a/'), format: { type: 'ndjson' } }, render }), mapOutcome());
+      expectObservable(out, '^ 500ms !').toBe('5ms w 4ms x 9ms y 9ms z', { w: '1-0:deadlettered', x: '2-0:deadlettered', y: '3-0:deadlettered', z: '4-0:delivered' });
+    });
+    expect(rendered).toEqual(['1-0', '2-0', '3-0', '4-0']);
+    expect(mem.log).toEqual(['1-0:exhausted:HTTP 500 after 1 attempts:1@5', '2-0:circuit:circuit open:0@10', '3-0:refused:format: no:0@20']);
+    expect(mem.entries.map((e) => e.body)).toEqual(['{"datapoints":[{"v":"1-0"}],"as":"ndjson"}', '{"datapoints":[{"v":"2-0"}],"as":"ndjson"}', '{"datapoints":[{"v":"3-0"}]}']);
+  });
+
   it('a probe answered 2xx closes the circuit; the backlog is redriven oldest first; new batches go out live once it is empty', () => {
     const ts = newScheduler();
     const mem = memoryBacklog(ts);
@@ -356,7 +378,7 @@ describe('webhook lane: circuit, probes and redrive (CONTRACT 4.4)', () => {
   it('redrives entries left by an earlier run in stream order, whatever order they were dead-lettered in; refused ones stay; new batches queue behind', () => {
     const ts = newScheduler();
     const mem = memoryBacklog(ts);
-    for (const [id, reason] of [['3-0', 'exhausted'], ['0-5', 'refused'], ['1-0', 'overflow'], ['2-0', 'circuit']] as const) mem.backlog.append(batchOf(id), renderBody(DATAPOINTS, batchOf(id)), reason, 'earlier', 1);
+    for (const [id, reason] of [['3-0', 'exhausted'], ['0-5', 'refused'], ['1-0', 'overflow'], ['2-0', 'circuit']] as const) mem.backlog.append(batchOf(id), requestBody(batchOf(id)), reason, 'earlier', 1);
     ts.run(({ cold, expectObservable }) => {
       const hookA = scripted(ts, () => ok);
       const src = cold<Batch>('--a 27ms b|', { a: batchOf('4-0'), b: batchOf('5-0') });

@@ -70,6 +70,7 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
           d.out(JSON.stringify({
             id: e.id, webhook: e.webhook, url: e.url, webhookId: e.webhookId, reason: e.reason, attempts: e.attempts, error: e.error, body: e.body,
             ...(e.contentType !== JSON_CONTENT_TYPE ? { contentType: e.contentType } : {}),
+            ...(e.cause !== undefined ? { cause: e.cause } : {}),
           }));
         }
         else d.out(`${e.id}  webhook ${e.webhook ?? '?'}  ${e.reason.padEnd(9)}  attempts ${e.attempts}  ${e.webhookId}  ${points(e)} points  ${e.url}  ${e.error}`);

@@ -5,7 +5,7 @@ import { imageReader, sortInPlace, type ImageReader } from '../../streams/image/
 import { interrogationBatch } from '../../streams/webhook/interrogation';
 import type { Batch } from '../../streams/read/batches';
 import { webhookClient } from '../../streams/webhook/client';
-import { bodyText, DATAPOINTS, formatOf, prepareBody, renderBody, renderedNow } from '../../streams/webhook/body';
+import { bodyText, formatOf, prepareBody, requestBody, withBody } from '../../streams/webhook/body';
 import { bodyPool } from './bodyPool';
 import { incrementalCollector } from '../collector';
 import { connectDatastore, type DatastoreLog } from '../datastore';
@@ -39,7 +39,7 @@ let reader: ImageReader | undefined;
 const posts = new Map<number, Subscription>();
 /**
  * The requests read and not yet answered 2xx or taken for the backlog, by `webhook-id`: each one
- * object, with its body made once, ahead (`renderedNow`), however often it is sent.
+ * object, with its body made once, ahead (`withBody`), however often it is sent.
  */
 const requests = new Map<string, Batch>();
 let k = 0;
@@ -63,7 +63,7 @@ const next = async (): Promise<FromThread> => {
     // CONTRACT 4.7: nothing to send for these points (all left out, or JSONata's nothing): the next ones
     if (prepared.kind === 'nothing') continue;
     // one that cannot be rendered is kept with the default body, which the lane takes for the backlog
-    const request = renderedNow(prepared.kind === 'failed' ? DATAPOINTS : format, batch, bodies.alloc);
+    const request = withBody(batch, prepared.kind === 'body' ? prepared.body : requestBody(batch, bodies.alloc));
     requests.set(request.webhookId, request);
     const size = points.length;
     return { t: 'points', request: prepared.kind === 'failed' ? { size, renderError: prepared.error } : prepared.skipped > 0 ? { size, skipped: prepared.skipped } : { size } };
@@ -98,7 +98,7 @@ port.on('message', (m: ToThread) => {
         next: (a) => {
           posts.delete(m.id);
           // delivered: the request is done (the lane never sends it again), its memory free for another
-          if (classifyResponse(a, Date.now()).ok && requests.delete(m.webhookId)) bodies.release(renderBody(format, batch).bytes);
+          if (classifyResponse(a, Date.now()).ok && requests.delete(m.webhookId)) bodies.release(requestBody(batch).bytes);
           reply(a.retryAfter === undefined ? { t: 'answer', id: m.id, status: a.status } : { t: 'answer', id: m.id, status: a.status, retryAfter: a.retryAfter });
         },
         error: (err: unknown) => {
@@ -115,7 +115,7 @@ port.on('message', (m: ToThread) => {
       return;
     case 'take': {
       const batch = requests.get(m.webhookId);
-      const body = batch === undefined ? undefined : renderBody(format, batch);
+      const body = batch === undefined ? undefined : requestBody(batch);
       reply(body === undefined ? { t: 'body', webhookId: m.webhookId, body: null } : { t: 'body', webhookId: m.webhookId, body: bodyText(body), contentType: body.contentType });
       requests.delete(m.webhookId);
       return;

@@ -35,7 +35,7 @@ import { byStreamOrder, decodeBacklogEntry, encodeTraces, REDRIVABLE, type Backl
 export type { BacklogEntry, BacklogItem, BacklogReason } from './backlogEntry';
 
 /** A stored body as the redrive sends it again: its text, content type (absent: JSON) and trace contexts. */
-export type StoredBody = Pick<BacklogEntry, 'body' | 'traces'> & { readonly contentType?: string };
+export type StoredBody = Pick<BacklogEntry, 'body' | 'traces' | 'cause'> & { readonly contentType?: string };
 
 /** What a webhook's lane does with its backlog (one live implementation; marble tests pass fakes). */
 export interface LaneBacklog {
@@ -110,11 +110,13 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
     known.delete(id);
     removed.add(id);
   };
-  const fields = (e: Pick<BacklogEntry, 'webhookId' | 'error' | 'attempts' | 'reason' | 'contentType' | 'traces'>, body: string | Buffer): Array<string | Buffer> => [
+  const fields = (e: Pick<BacklogEntry, 'webhookId' | 'error' | 'attempts' | 'reason' | 'contentType' | 'traces' | 'cause'>, body: string | Buffer): Array<string | Buffer> => [
     'webhook', String(o.index), 'url', url, 'webhookId', e.webhookId, 'error', e.error, 'attempts', String(e.attempts), 'body', body, 'reason', e.reason,
     // absent for JSON (CONTRACT 4.7: a missing one means application/json), as every entry before formats
     ...(e.contentType === JSON_CONTENT_TYPE ? [] : ['contentType', e.contentType]),
     ...(e.traces === '' ? [] : ['traces', e.traces]),
+    // CONTRACT 4.7: an interrogation's or resend's request is sent again with its Webhook-Cause
+    ...(e.cause === undefined ? [] : ['cause', e.cause]),
   ];
   const xadd = async (f: Array<string | Buffer>): Promise<string> => decodeStreamId(await o.redis.xadd(stream, 'MAXLEN', '~', String(o.maxLength), '*', ...f));
   /** The entry as stored, or null when it is gone. */
@@ -167,7 +169,10 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
     size: () => known.size,
     append: (batch, body, reason, error, attempts) =>
       persistHere(async () => {
-        const id = await xadd(fields({ webhookId: batch.webhookId, error, attempts, reason, contentType: body.contentType, traces: encodeTraces(batch.traces ?? []) }, body.bytes));
+        const id = await xadd(fields({
+          webhookId: batch.webhookId, error, attempts, reason, contentType: body.contentType, traces: encodeTraces(batch.traces ?? []),
+          ...(batch.cause === undefined ? {} : { cause: batch.cause }),
+        }, body.bytes));
         // known from the moment it is written: if the cap trims it before it is delivered, it is reported
         track(id, batch.webhookId, attempts, reason);
         length++;

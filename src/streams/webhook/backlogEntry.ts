@@ -1,4 +1,4 @@
-import type { Batch } from '../read/batches';
+import type { Batch, Cause } from '../read/batches';
 import { flatRecord } from '../store/replies';
 import { compareIds } from '../store/streamIds';
 import type { EntryTrace } from '../../telemetry/tracing';
@@ -8,7 +8,9 @@ import { JSON_CONTENT_TYPE, storedContent, storedPoints } from './body';
  * A webhook's backlog entry (CONTRACT 4.4): one dead-lettered batch of one webhook, in the
  * dead-letter stream `connectors:{ID}:deadletter`, with fields `webhook` (index), `url` (without
  * user information or query), `webhookId`, `error`, `attempts`, `body` (as it was rendered for the
- * webhook), `reason`, `contentType` when the body is not `application/json`, and `traces` when the
+ * webhook), `reason`, `contentType` when the body is not `application/json`, `cause` for an
+ * interrogation's, a periodic interrogation's or a resend's request (CONTRACT 4.6, 4.7: sent again
+ * with its `Webhook-Cause`), and `traces` when the
  * batch's entries carried trace contexts (CONTRACT 9: a redriven or replayed request links to them
  * as the first attempt did): `{entry id} {traceparent}` pairs, space-separated. Pure: what an entry
  * says, and the order entries are redriven in.
@@ -34,7 +36,11 @@ export interface BacklogEntry extends BacklogItem {
   readonly contentType: string;
   /** The batch's trace contexts, as stored (`traces`); empty when it has none. */
   readonly traces: string;
+  /** Why the batch was sent, when not as a live batch (`cause`); absent for a live one. */
+  readonly cause?: Cause;
 }
+
+const CAUSES: ReadonlySet<string> = new Set<Cause>(['interrogation', 'periodic', 'resend']);
 
 /** `traces` as stored: `{id} {traceparent}` pairs, space-separated. */
 export const encodeTraces = (traces: readonly EntryTrace[]): string => traces.map((t) => `${t.id} ${t.traceparent}`).join(' ');
@@ -56,7 +62,7 @@ const isStreamId = (s: string): boolean => /^[0-9]+-[0-9]+$/.test(s);
  * replay alike; it is recorded already and goes to its own webhook only. Its size is read from the
  * body when asked for (a trace's attribute, the delivery lag's count).
  */
-export const backlogBatch = (entry: Pick<BacklogEntry, 'id' | 'webhookId' | 'body' | 'contentType' | 'traces'>): Batch => {
+export const backlogBatch = (entry: Pick<BacklogEntry, 'id' | 'webhookId' | 'body' | 'contentType' | 'traces' | 'cause'>): Batch => {
   let size: number | undefined;
   return {
     webhookId: entry.webhookId, first: firstOf(entry.webhookId) || entry.id, ids: [], content: storedContent(entry.body, entry.contentType),
@@ -65,6 +71,7 @@ export const backlogBatch = (entry: Pick<BacklogEntry, 'id' | 'webhookId' | 'bod
     },
     recorded: true, done: new Set(),
     ...(entry.traces === '' ? {} : { traces: decodeTraces(entry.traces) }),
+    ...(entry.cause === undefined ? {} : { cause: entry.cause }),
   };
 };
 
@@ -83,6 +90,8 @@ export const decodeBacklogEntry = (id: string, fields: readonly string[]): Backl
     body: String(f.body ?? ''),
     contentType: typeof f.contentType === 'string' && f.contentType !== '' ? f.contentType : JSON_CONTENT_TYPE,
     traces: String(f.traces ?? ''),
+    // an unknown cause (written by another version) is left out rather than sent as a header
+    ...(typeof f.cause === 'string' && CAUSES.has(f.cause) ? { cause: f.cause as Cause } : {}),
   };
 };
 

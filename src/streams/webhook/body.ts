@@ -6,11 +6,14 @@ import type { Batch, Cause, Content } from '../read/batches';
 import { bodyFormatOf, influxLines, jsonataText, LINE_CONTENT_TYPE, ndjsonBytes, NDJSON_CONTENT_TYPE, oneAtATime, type BodyFormat } from './formats';
 
 /**
- * A webhook's request body (CONTRACT 4.2, 4.6): the one place that makes one from a batch, and the
- * one that reads one back. Every sender goes through `renderBody` — a live batch and its retries,
- * a filtered part, a redriven or replayed backlog entry, an interrogation's request on its thread, a
- * resend — and the backlog stores what it rendered. A body is rendered once per batch and format:
- * webhooks of one format share it, and every retry sends the same bytes (the signature is over them).
+ * A webhook's request body (CONTRACT 4.2, 4.6, 4.7): the one place that makes one from a batch, and
+ * the one that reads one back. `prepareBody` renders a batch in a webhook's format (once per batch
+ * and format: webhooks of one format share it); the lane hands the batch on carrying that body
+ * (`withBody`), and every request — a live batch and its retries, a filtered part, a redriven or
+ * replayed backlog entry, an interrogation's request on its thread, a resend — sends
+ * `requestBody(batch)`, which is the body the batch carries, or its default body. The backlog
+ * stores that same body: nothing can pick another, and every retry sends the same bytes (the
+ * signature is over them).
  */
 export interface Body {
   /** What is sent (and signed): the body's UTF-8 bytes. */
@@ -46,7 +49,9 @@ export const formatOf = (w: Webhook): BodyFormat => {
   const key = JSON.stringify([f.type, unit, ...Object.entries(f).sort(([a], [b]) => (a < b ? -1 : 1))]);
   let made = formats.get(key);
   if (made === undefined) {
-    // configurations changed many times over do not pile up compiled expressions
+    // configurations changed many times over do not pile up compiled expressions. Clearing it only
+    // costs sharing: no request needs the object its lane holds (the lane hands on the body it
+    // rendered, `withBody`), so any number of formats works
     // Stryker disable next-line ConditionalExpression,EqualityOperator: the cache's bound on memory
     if (formats.size >= 256) formats.clear();
     formats.set(key, (made = bodyFormatOf(f, unit)));
@@ -130,7 +135,7 @@ const prepare = async (format: BodyFormat, batch: Batch, alloc: (length: number)
   const { content } = batch;
   // a stored body (a backlog entry's) goes as stored, whatever the format is now (CONTRACT 4.7)
   if (format.type === 'datapoints' || content.kind === 'stored' || content.kind === 'elsewhere') {
-    return { kind: 'body', body: datapointsOf(content, batch.cause, alloc), skipped: 0 };
+    return { kind: 'body', body: requestBody(batch, alloc), skipped: 0 };
   }
   switch (format.type) {
     case 'ndjson':
@@ -184,36 +189,35 @@ export const prepareBody = (format: BodyFormat, batch: Batch, alloc: (length: nu
   return p;
 };
 
+/** What a batch's default body was made into, by batch: made once, however many webhooks and attempts send it. */
+const defaults = new WeakMap<Batch, Body>();
+
 /**
- * The body `batch` goes out with to a webhook of `format`: the default body made on the first
- * request, another format's as `prepareBody` made it; the same bytes after. `alloc` gives the
- * memory for a body made of bytes (the interrogation thread's pool).
+ * The body a batch goes out with (CONTRACT 4.2, 4.7): the one it carries when it carries one (a
+ * rendered body, `withBody`; a backlog entry's, as stored), else its default body, made on its first
+ * request and the same bytes after. A webhook of another format is handed its batch with its body
+ * (`withBody`, from `prepareBody`), so a request never depends on which format object made it.
+ * `alloc` gives the memory for a body made of bytes (the interrogation thread's pool).
  */
-export const renderBody = (format: BodyFormat, batch: Batch, alloc: (length: number) => Buffer = Buffer.allocUnsafe): Body => {
-  const byBatch = cache(format);
-  let known = byBatch.get(batch);
-  if (known === undefined && (format.type === 'datapoints' || batch.content.kind === 'stored')) {
-    byBatch.set(batch, (known = { kind: 'body', body: datapointsOf(batch.content, batch.cause, alloc), skipped: 0 }));
-  }
-  if (known === undefined || known instanceof Promise) throw new Error(`the ${format.type} body of ${batch.webhookId} is not rendered yet`);
-  if (known.kind !== 'body') throw new Error(`${batch.webhookId} has no ${format.type} body: ${known.kind === 'failed' ? known.error : 'nothing to send'}`);
-  return known.body;
+export const requestBody = (batch: Batch, alloc: (length: number) => Buffer = Buffer.allocUnsafe): Body => {
+  const { content } = batch;
+  if (content.kind === 'stored') return renderDatapoints(content, batch.cause, alloc);
+  let body = defaults.get(batch);
+  if (body === undefined) defaults.set(batch, (body = datapointsOf(content, batch.cause, alloc)));
+  return body;
 };
 
 /** The default body of a batch, whatever the webhook's format (a batch that cannot be rendered is dead-lettered with it). */
-export const defaultBody = (batch: Batch): Body => renderBody(DATAPOINTS, batch);
+export const defaultBody = (batch: Batch): Body => requestBody(batch);
+
+/** The batch carrying `body` in place of its points: what its requests and its backlog entry send (the points then go). */
+export const withBody = (batch: Batch, body: Body): Batch => ({ ...batch, content: storedContent(body.bytes, body.contentType) });
 
 /** A body as text: what the backlog stores and `deadletter list --json` prints. */
 export const bodyText = (body: Body): string => body.bytes.toString('utf8');
 
 /** A body rendered before (a backlog entry's, or one made ahead), to send again as it is. */
 export const storedContent = (body: string | Buffer, contentType = JSON_CONTENT_TYPE): Content => ({ kind: 'stored', body, contentType });
-
-/** The batch with its body for `format` rendered now and kept instead of its points (which memory then lets go). */
-export const renderedNow = (format: BodyFormat, batch: Batch, alloc?: (length: number) => Buffer): Batch => {
-  const body = renderBody(format, batch, alloc);
-  return { ...batch, content: storedContent(body.bytes, body.contentType) };
-};
 
 /**
  * How many data points a stored body holds: the length of its `datapoints`, else its lines for a

@@ -8,7 +8,7 @@ import type { Batch } from '../read/batches';
 import type { PostBatch, WebhookResponse } from './answers';
 import { oauth2Tokens } from './oauth2';
 import type { WebhookSubscription } from './subscription';
-import { formatOf, renderBody, type Body } from './body';
+import { requestBody, type Body } from './body';
 import { safeUrl } from '../../config/urls';
 import { timedBody } from '../../telemetry/bodyTime';
 import { guardedAgents, refusedByRule } from './agents';
@@ -90,7 +90,6 @@ export type ClientSubscription = Pick<WebhookSubscription, 'index' | 'webhook' |
  */
 export const webhookClient = (sub: ClientSubscription, userAgent: string, now: () => number = Date.now, traced?: ClientTracing): WebhookClient => {
   const { webhook } = sub;
-  const format = formatOf(webhook);
   const deliveryTrace = deliveryTraces(sub, traced);
   const timeoutMs = sub.settings.timeoutMs;
   const allowed = sub.settings.allowedNetworks ?? [];
@@ -136,7 +135,8 @@ export const webhookClient = (sub: ClientSubscription, userAgent: string, now: (
         } else controller.abort();
       }, timeoutMs);
       const timestamp = Math.floor(now() / 1000);
-      const body = renderBody(format, batch);
+      // the body the batch carries (its webhook's format, rendered once by the lane), or its default one
+      const body = requestBody(batch);
       const own = requestHeaders(webhook, batch, body, timestamp, userAgent);
       const payload = payloadOf(webhook, body);
       const headers = parent === undefined ? own : { ...own, traceparent: parent };

@@ -5,7 +5,7 @@ import {
 import type { Batch } from '../read/batches';
 import type { LaneBacklog } from './backlog';
 import type { BacklogReason } from './backlogEntry';
-import { defaultBody, formatOf, prepareBody, renderBody, type Body, type BodyFormat, type Prepared } from './body';
+import { defaultBody, formatOf, prepareBody, requestBody, withBody, type Body, type BodyFormat, type Prepared } from './body';
 import { memoryDisabledMark, type DisabledMark } from './disabledMarks';
 import * as L from './laneState';
 import { laneRedrive, type RedriveContext } from './redrive';
@@ -102,12 +102,13 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
 
     /**
      * Invariant 8: the batch is dead-lettered once its entry is written (the append retries until it
-     * is), with the body it was (or would have been) sent with. An interrogation run's request gets
-     * its body from the run's sender first (one that cannot give it fails the run, which is begun again).
+     * is), with the body it carries (`ready$`: its rendering for this webhook, or its default body
+     * when it has no other). An interrogation run's request gets its body from the run's sender
+     * first (one that cannot give it fails the run, which is begun again).
      */
-    const toBacklog$ = (batch: Batch, reason: BacklogReason, error: string, attempts: number, sender?: RunSender, body?: (b: Batch) => Body): Observable<LaneResult> =>
+    const toBacklog$ = (batch: Batch, reason: BacklogReason, error: string, attempts: number, sender?: RunSender, body: (b: Batch) => Body = requestBody): Observable<LaneResult> =>
       (sender === undefined ? of(batch) : sender.withBody(batch)).pipe(
-        mergeMap((whole) => defer(() => o.backlog.append(whole, (body ?? bodyOf)(whole), reason, error, attempts)).pipe(
+        mergeMap((whole) => defer(() => o.backlog.append(whole, body(whole), reason, error, attempts)).pipe(
           // the live append retries by itself; a port that fails anyway is tried again, never skipped
           retry({ delay: () => timer(settings.probeIntervalMs, scheduler) }),
           last(null, null),
@@ -119,48 +120,63 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
         }),
       );
 
-    /** The body the backlog keeps: the one rendered for this webhook, or the default one for a batch that has none (CONTRACT 4.7). */
-    const bodyOf = (b: Batch): Body => {
-      try {
-        return renderBody(format, b);
-      } catch {
-        return defaultBody(b);
-      }
-    };
-
     /**
-     * CONTRACT 4.7: a batch rendered for this webhook's format before its first attempt (the same
-     * bytes for every retry). Nothing to send counts as delivered; a batch that cannot be rendered
-     * is dead-lettered at once (`refused`), with the default body, and never retried.
+     * CONTRACT 4.7: what this webhook sends for a batch, decided once, before its first attempt or
+     * its backlog entry: the batch carrying its body in the webhook's format (`withBody`; the default
+     * body is made as the request goes out, a stored one goes as stored, an interrogation's stays on
+     * its thread), nothing to send, or a failure to render.
      */
-    const live$ = (batch: Batch, sender?: RunSender): Observable<LaneResult> => {
+    type Ready = { readonly kind: 'send'; readonly batch: Batch } | { readonly kind: 'nothing' } | { readonly kind: 'failed'; readonly error: string };
+    const ready$ = (batch: Batch): Observable<Ready> => {
       const { content } = batch;
       // an interrogation's request was rendered on its thread, which says what came of it
       if (content.kind === 'elsewhere') {
         if (content.skipped !== undefined) o.observer.pointsSkipped?.(content.skipped);
-        return content.renderError === undefined ? attempts$(batch, sender) : renderFailed$(batch, content.renderError, sender);
+        return of(content.renderError === undefined ? { kind: 'send', batch } : { kind: 'failed', error: content.renderError });
       }
-      // the default body is made as the request goes out; a stored one goes as stored
-      if (format.type === 'datapoints' || content.kind === 'stored') return attempts$(batch, sender);
-      return render(format, batch).pipe(mergeMap((p) => {
+      if (format.type === 'datapoints' || content.kind === 'stored') return of({ kind: 'send', batch });
+      return render(format, batch).pipe(map((p: Prepared): Ready => {
         if (p.kind !== 'failed' && p.skipped > 0) o.observer.pointsSkipped?.(p.skipped);
-        switch (p.kind) {
-          case 'body':
-            return attempts$(batch, sender);
-          case 'nothing':
-            dispatch({ kind: 'delivered' });
-            o.observer.finished(batch, 'delivered', 0);
-            return of(result(batch, 'delivered'));
-          case 'failed':
-            return renderFailed$(batch, p.error, sender);
-        }
+        return p.kind === 'body' ? { kind: 'send', batch: withBody(batch, p.body) } : p;
       }));
     };
+
+    /** A batch with nothing to send for this webhook: delivered (CONTRACT 4.7), live or not. */
+    const nothingToSend = (batch: Batch, live: boolean): LaneResult => {
+      if (live) dispatch({ kind: 'delivered' });
+      o.observer.finished(batch, 'delivered', 0);
+      return result(batch, 'delivered');
+    };
+
+    /**
+     * A batch that goes to the backlog without an attempt (circuit, overflow, disabled, behind older
+     * backlog), rendered first as any batch is (CONTRACT 4.7): the entry keeps the body its webhook
+     * takes, or the batch counts as delivered when it has nothing to send, or it is refused when it
+     * cannot be rendered.
+     */
+    const unsent$ = (batch: Batch, reason: BacklogReason, error: string, sender?: RunSender): Observable<LaneResult> =>
+      ready$(batch).pipe(mergeMap((r) => {
+        switch (r.kind) {
+          case 'send': return toBacklog$(r.batch, reason, error, 0, sender);
+          case 'nothing': return of(nothingToSend(batch, false));
+          case 'failed': return renderFailed$(batch, r.error, sender);
+        }
+      }));
+
+    /** A live batch: rendered, then its attempts; nothing to send counts as delivered; a failure to render is refused at once. */
+    const live$ = (batch: Batch, sender?: RunSender): Observable<LaneResult> =>
+      ready$(batch).pipe(mergeMap((r) => {
+        switch (r.kind) {
+          case 'send': return attempts$(r.batch, sender);
+          case 'nothing': return of(nothingToSend(batch, true));
+          case 'failed': return renderFailed$(batch, r.error, sender);
+        }
+      }));
 
     /** A batch that cannot be rendered for this webhook: to the backlog at once, refused, with the default body (its thread's, for an interrogation's). */
     const renderFailed$ = (batch: Batch, error: string, sender?: RunSender): Observable<LaneResult> => {
       o.observer.renderFailed?.(batch, error);
-      return toBacklog$(batch, 'refused', `format: ${error}`, 0, sender, sender === undefined ? defaultBody : bodyOf);
+      return toBacklog$(batch, 'refused', `format: ${error}`, 0, sender, sender === undefined ? defaultBody : requestBody);
     };
 
     /** A batch's attempts (by the lane's client, or an interrogation run's `post`), then delivered or to the backlog. */
@@ -189,7 +205,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
         case 'skip':
           return of(result(batch, 'skipped'));
         case 'backlog':
-          return toBacklog$(part!, arrival.reason, arrival.error, 0, sender).pipe(map(asBatch(batch)));
+          return unsent$(part!, arrival.reason, arrival.error, sender).pipe(map(asBatch(batch)));
         case 'live': {
           o.observer.queueDepth(state.depth);
           const work$ = live$(part!, sender).pipe(

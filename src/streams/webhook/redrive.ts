@@ -51,7 +51,7 @@ export const laneRedrive = (c: RedriveContext): Observable<unknown> => {
     o.backlog.fetch(item).pipe(
       mergeMap((entry) => {
         if (entry === null) return of(null); // gone meanwhile (a replica, an operator, the cap): nothing to send
-        const batch = backlogBatch({ id: item.id, webhookId: item.webhookId, body: entry.body, contentType: entry.contentType ?? JSON_CONTENT_TYPE, traces: entry.traces });
+        const batch = backlogBatch({ id: item.id, webhookId: item.webhookId, body: entry.body, contentType: entry.contentType ?? JSON_CONTENT_TYPE, traces: entry.traces, cause: entry.cause });
         const end$: Observable<AttemptsEnd> = probe
           ? sending.once$(batch).pipe(map(({ r, seconds, sent }): AttemptsEnd => {
               if (sent) o.observer.attempt(r, item.attempts + 1, seconds, false);
