@@ -20,6 +20,7 @@ describe('startup parameters', () => {
         webhooks: {
           batchWindowMilliseconds: 100, batchMaxSize: 1000, timeoutMilliseconds: 10000, maxAttempts: 5, maxInFlight: 4,
           stopTimeoutMilliseconds: 8000, circuitFailureThreshold: 3, probeIntervalSeconds: 5, autoRedrive: true, deadLetterMaxLength: 100000, allowedNetworks: [],
+          maxBodyBytes: 16777216,
         },
         http: { maxBodyBytes: 1048576, maxBatchItems: 1000, maxConnections: 1024, headersTimeoutMilliseconds: 10000, requestTimeoutMilliseconds: 30000, maxBodyBytesInFlight: 67108864, idempotencyTtlSeconds: 86400 },
         apiKeys: [],
@@ -40,6 +41,22 @@ describe('startup parameters', () => {
     expect(s.right.datastore.startFromLatest).toBe(true);
     expect(s.right.webhooks.maxInFlight).toBe(8);
     expect(s.right.apiKeys).toEqual([{ name: 'key-1', key: 'k1' }, { name: 'key-2', key: 'k2' }]);
+  });
+
+  it('CONTRACT 1: a misspelt name under a section of the contract is an error naming it as written and the nearest parameter; other names are not looked at', () => {
+    expect(load({}, { Id: 'c1', Webhooks__CircuitBreakerThreshold: '1', Webhooks__ProbeIntervalMilliseconds: '200' })).toEqual(E.left([
+      'Webhooks__CircuitBreakerThreshold is not a startup parameter: did you mean Webhooks:CircuitFailureThreshold?',
+      'Webhooks__ProbeIntervalMilliseconds is not a startup parameter: did you mean Webhooks:ProbeIntervalSeconds?',
+    ]));
+    expect(load({ Datastore: { StreamPolIntervalMilliseconds: 5 }, ConnectionStrings: { Redis: 'x' } }, { Id: 'c1', HTTP__maxbodybyte: '5', authentication__apikey: 'k' })).toEqual(E.left([
+      'Datastore:StreamPolIntervalMilliseconds (appsettings.json) is not a startup parameter: did you mean Datastore:StreamPollIntervalMilliseconds?',
+      'ConnectionStrings:Redis (appsettings.json) is not a startup parameter: did you mean ConnectionStrings:Datastore?',
+      'HTTP__maxbodybyte is not a startup parameter: did you mean Http:MaxBodyBytes?',
+      'authentication__apikey is not a startup parameter: did you mean Authentication:ApiKeys?',
+    ]));
+    // the other connector's parameters are accepted (one environment serves both); names outside the sections are not looked at
+    const s = load({ Logging: { Level: 'x' } }, { Id: 'c1', Http__MaxBatchItems: '5', Webhooks__MaxBodyBytes: '1024', PATH: '/bin', OTEL_SERVICE_NAME: 'x', NODE_OPTIONS: '', Http_Proxy: 'x', Webhooks: 'x' });
+    expect(E.isRight(s) && [s.right.http.maxBatchItems, s.right.webhooks.maxBodyBytes]).toEqual([5, 1024]);
   });
 
   it('reads named API keys (name=key), keeps base64 padding in an unnamed key, refuses a name given twice (CONTRACT 7.1)', () => {

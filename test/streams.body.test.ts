@@ -18,7 +18,7 @@ it('prepared for the default format: the batch\'s own default body, whichever fo
   const b = live();
   const body = requestBody(b);
   expect(await prepareBody(formatOf({ url: 'http://x/', headers: {}, secrets: [] }), b)).toEqual({ kind: 'body', body, skipped: 0 });
-  const other: BodyFormat = { type: 'datapoints' };
+  const other: BodyFormat = { type: 'datapoints', maxBodyBytes: 1 << 24 };
   expect(((await prepareBody(other, b)) as { body: Body }).body).toBe(body);
 });
 
@@ -60,9 +60,9 @@ describe('a webhook\'s format (CONTRACT 4.7), what each renders, and what is kep
     expect(hook(undefined)).toBe(DATAPOINTS);
     expect(hook({ type: 'datapoints' })).toBe(DATAPOINTS);
     expect(hook({ type: 'ndjson' })).toBe(hook({ type: 'ndjson' }));
-    expect(hook({ type: 'ndjson' })).toEqual({ type: 'ndjson' });
+    expect(hook({ type: 'ndjson' })).toEqual({ type: 'ndjson', maxBodyBytes: 16 * 1024 * 1024 });
     expect(hook({ type: 'influx-line', measurement: 'm' }, 'http://a/write?precision=s')).toBe(hook({ type: 'influx-line', measurement: 'm' }, 'http://b/write?precision=s'));
-    expect(hook({ type: 'influx-line', measurement: 'm' }, 'http://a/write?precision=s')).toEqual({ type: 'influx-line', measurement: 'm', precision: 's' });
+    expect(hook({ type: 'influx-line', measurement: 'm' }, 'http://a/write?precision=s')).toEqual({ type: 'influx-line', measurement: 'm', precision: 's', maxBodyBytes: 16 * 1024 * 1024 });
     expect(hook({ type: 'influx-line', measurement: 'm' }, 'http://a/write?precision=s')).not.toBe(hook({ type: 'influx-line', measurement: 'm' }, 'http://a/write?precision=ms'));
     expect(hook({ type: 'influx-line', measurement: 'm' })).not.toBe(hook({ type: 'influx-line', measurement: 'n' }));
     // the same JSONata settings written in another order are the same format; a URL's precision is not JSONata's business
@@ -122,7 +122,7 @@ describe('a webhook\'s format (CONTRACT 4.7), what each renders, and what is kep
 
   it('prepared: the default body for the default format; a stored body as stored for any format; a body on its thread is a failure here', async () => {
     const nd = hook({ type: 'ndjson' });
-    expect(await prepareBody({ type: 'datapoints' }, live())).toEqual({ kind: 'body', body: { bytes: Buffer.from(`{"datapoints":[${points.join(',')}]}`), contentType: 'application/json' }, skipped: 0 });
+    expect(await prepareBody({ type: 'datapoints', maxBodyBytes: 1 << 24 }, live())).toEqual({ kind: 'body', body: { bytes: Buffer.from(`{"datapoints":[${points.join(',')}]}`), contentType: 'application/json' }, skipped: 0 });
     const stored = { ...live(), content: { kind: 'stored' as const, body: '{"datapoints":[{"a":1}]}', contentType: 'application/json' } };
     expect(await prepareBody(nd, stored)).toEqual({ kind: 'body', body: { bytes: Buffer.from('{"datapoints":[{"a":1}]}'), contentType: 'application/json' }, skipped: 0 });
     expect(Buffer.isBuffer(requestBody(stored).bytes)).toBe(true);

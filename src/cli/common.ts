@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { readStartupParameters } from '../config/appsettings';
 import { datastoreOptions } from '../config/connectionString';
 import { parseManagedSettings, startupProblems, type ManagedSettings } from '../config/managed';
-import { collectRaw, loadStartupSettings, type StartupSettings } from '../config/startup';
+import { collectRaw, loadStartupSettings, UNKNOWN_PARAMETER, type StartupSettings } from '../config/startup';
 import { describeConnectionError } from '../runtime/datastore';
 import type { Outcome } from '../runtime/connector';
 import { HELP } from './help';
@@ -54,10 +54,11 @@ export const startupSettings = (requireId: boolean): E.Either<string[], StartupS
  * mistyped rule must stop a command that sends, not widen where it sends (CONTRACT 6.7).
  */
 export const operatorStartup = (): E.Either<string[], StartupSettings> =>
-  E.orElse((errors: string[]) =>
-    errors.some((e) => e.startsWith('Webhooks:AllowedNetworks:'))
-      ? E.left(errors.filter((e) => e.startsWith('Webhooks:AllowedNetworks:')))
-      : loadStartupSettings(collectRaw({}, {}), { requireId: false, hostname: hostname() }))(startupSettings(false));
+  E.orElse((errors: string[]) => {
+    // nor a misspelt name (CONTRACT 1): the parameter it meant would be ignored
+    const stopping = errors.filter((e) => e.startsWith('Webhooks:AllowedNetworks:') || e.includes(UNKNOWN_PARAMETER));
+    return stopping.length > 0 ? E.left(stopping) : loadStartupSettings(collectRaw({}, {}), { requireId: false, hostname: hostname() });
+  })(startupSettings(false));
 
 /**
  * A settings file as `config validate` and `config set` take it: decoded, no webhook URL or token

@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/Either';
 import { formatOf, prepareBody } from '../streams/webhook/body';
 import type { Batch, Cause } from '../streams/read/batches';
-import { readSettingsFile, readText, takeOption, usage, type Io, type Outcome } from './common';
+import { operatorStartup, readSettingsFile, readText, takeOption, usage, type Io, type Outcome } from './common';
 
 /**
  * `rest-connector webhooks render FILE --webhook N BATCH.json` (CONTRACT 4.7): the body webhook N of
@@ -46,7 +46,10 @@ export const renderCommand = async (args: string[], io: Io, help: string, write:
   if (E.isLeft(text)) return { code: 2, message: text.left };
   const batch = batchOf(text.right, batchFile);
   if (E.isLeft(batch)) return { code: 2, message: batch.left };
-  const prepared = await prepareBody(formatOf(webhook), batch.right);
+  // Webhooks:MaxBodyBytes as the connector would have it (a misspelt parameter stops here too)
+  const startup = operatorStartup();
+  if (E.isLeft(startup)) return { code: 2, message: startup.left.join('; ') };
+  const prepared = await prepareBody(formatOf(webhook, startup.right.webhooks.maxBodyBytes), batch.right);
   if (prepared.kind === 'failed') return { code: 1, message: `cannot be rendered: format: ${prepared.error}` };
   if (prepared.skipped > 0) io.err(`${prepared.skipped} points left out: their format cannot write them (a value missing, null, an object or an array)`);
   if (prepared.kind === 'nothing') {

@@ -13,7 +13,7 @@ import type { ClientTracing } from '../streams/webhook/client';
 import { onlySubcommand, operatorStartup, takeOption, usage, withRedis, type Io, type Outcome } from './common';
 import { parseTime } from './deadletter';
 import { withCliTracing } from './tracing';
-import { formatOf, prepareBody } from '../streams/webhook/body';
+import { formatOf, prepareBody, withBody } from '../streams/webhook/body';
 
 /**
  * `rest-connector webhooks resend` (CONTRACT 4.6): the entries of `process:updates` appended within
@@ -64,7 +64,7 @@ export const runResend = async (a: ResendArgs, d: ResendDeps): Promise<{ code: n
     let requests = 0;
     let failed = 0;
     let undecodable = 0;
-    const format = formatOf(s.webhook);
+    const format = formatOf(s.webhook, s.settings.maxBodyBytes);
     const send = async (entries: readonly DecodedEntry[]) => {
       const batch = resendBatch(entries);
       // CONTRACT 4.7: rendered in the webhook's format first; nothing to send is no request, a failure fails this one
@@ -75,7 +75,8 @@ export const runResend = async (a: ResendArgs, d: ResendDeps): Promise<{ code: n
         d.out(`${batch.webhookId}: failed: format: ${prepared.error}`);
         return;
       }
-      const end = await lastValueFrom(sending.attempts$(batch).pipe(filter((e): e is Extract<AttemptEvent, { kind: 'ended' }> => e.kind === 'ended'), map((e) => e.end)));
+      // the request carries the body rendered for the webhook (CONTRACT 4.7)
+      const end = await lastValueFrom(sending.attempts$(withBody(batch, prepared.body)).pipe(filter((e): e is Extract<AttemptEvent, { kind: 'ended' }> => e.kind === 'ended'), map((e) => e.end)));
       if (end.ok) {
         sent += batch.size;
         requests++;

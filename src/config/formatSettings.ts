@@ -2,6 +2,7 @@ import * as E from 'fp-ts/Either';
 import * as t from 'io-ts';
 import jsonata from 'jsonata';
 import { describe, refine } from './codecs';
+import { extraFieldKey } from './lineKeys';
 
 /**
  * A webhook's `format` and `compression` (CONTRACT 4.7): what they may say, checked when the
@@ -19,7 +20,7 @@ export const precisionOf = (s: string): Precision | undefined => (Object.hasOwn(
 export type FormatSettings =
   | { readonly type: 'datapoints' }
   | { readonly type: 'ndjson' }
-  | { readonly type: 'influx-line'; readonly measurement?: string; readonly precision?: Precision }
+  | { readonly type: 'influx-line'; readonly measurement?: string; readonly precision?: Precision; readonly fields?: readonly string[] }
   | { readonly type: 'jsonata'; readonly expression: string; readonly output?: 'json' | 'ndjson'; readonly contentType?: string };
 
 export type Compression = 'none' | 'gzip';
@@ -36,6 +37,23 @@ const measurement = refine<string>('measurement', (u) => {
   if (u.startsWith('#')) return E.left('must not start with "#" (a line starting with it is a comment)');
   if (/[\r\n]/.test(u)) return E.left('must not hold a line break');
   return E.right(u);
+});
+
+/**
+ * `format.fields` (CONTRACT 4.7): the extra fields to write, in order; `[]` for none. A name that can
+ * never be an extra field (a reserved one, also once escaped, or one that escapes to nothing) or a
+ * name given twice is refused, naming it.
+ */
+const fields = refine<readonly string[]>('list of field names', (u) => {
+  if (!Array.isArray(u)) return E.left(`must be a list of field names, got ${describe(u)}`);
+  const seen = new Set<string>();
+  for (const [i, name] of u.entries()) {
+    if (typeof name !== 'string') return E.left(`[${i}] must be a field name (a string), got ${describe(name)}`);
+    if (extraFieldKey(name) === undefined) return E.left(`[${i}] ${JSON.stringify(name)} can never be an extra field (casdu, ioa, source, type, value, value_text, timestamp and time are written otherwise, also once escaped)`);
+    if (seen.has(name)) return E.left(`[${i}] ${JSON.stringify(name)} is given twice`);
+    seen.add(name);
+  }
+  return E.right(u as string[]);
 });
 
 /** A JSONata 2 expression that compiles: its message and position otherwise. */
@@ -61,7 +79,7 @@ const contentType = refine<string>('content type', (u) =>
 const BY_TYPE: Readonly<Record<FormatSettings['type'], t.Mixed>> = {
   datapoints: t.exact(t.type({ type: t.literal('datapoints') })),
   ndjson: t.exact(t.type({ type: t.literal('ndjson') })),
-  'influx-line': t.exact(t.intersection([t.type({ type: t.literal('influx-line') }), t.partial({ measurement, precision })])),
+  'influx-line': t.exact(t.intersection([t.type({ type: t.literal('influx-line') }), t.partial({ measurement, precision, fields })])),
   jsonata: t.exact(t.intersection([
     t.type({ type: t.literal('jsonata'), expression }),
     t.partial({ output: oneOf('output', ['json', 'ndjson'] as const), contentType }),

@@ -8,8 +8,11 @@ import { parseNetworks } from './networks';
  * parameter is declared once, in `STARTUP` below — its name as the README and errors spell it,
  * how its text is read, its default — and `StartupSettings` and `PARAMETERS` follow from that.
  */
-/** The parameters as given: lower-case names (`a:b`) to their text. */
-export type RawParameters = ReadonlyMap<string, string>;
+/**
+ * The parameters as given: lower-case names (`a:b`) to their text; `spelled`, each name as it was
+ * written (`Webhooks__CircuitBreakerThreshold`, or `Webhooks:X` from `appsettings.json`), for errors.
+ */
+export type RawParameters = ReadonlyMap<string, string> & { readonly spelled?: ReadonlyMap<string, string> };
 type Parser<A> = (name: string, value: string) => E.Either<string, A>;
 
 const positiveInt: Parser<number> = (name, value) =>
@@ -156,6 +159,8 @@ const STARTUP = {
     deadLetterMaxLength: param('Webhooks:DeadLetterMaxLength', positiveInt, 100000),
     /** CONTRACT 6.7: where webhook and token requests may connect. */
     allowedNetworks: param('Webhooks:AllowedNetworks', networks, [] as readonly string[]),
+    /** CONTRACT 4.7: the longest rendered body of one webhook request, uncompressed, any format (16 MiB). */
+    maxBodyBytes: param('Webhooks:MaxBodyBytes', positiveInt, 16777216),
   },
   http: {
     maxBodyBytes: param('Http:MaxBodyBytes', positiveInt, 1048576),
@@ -207,19 +212,66 @@ export const collectRaw = (
   env: Readonly<Record<string, string | undefined>>,
 ): RawParameters => {
   const out = new Map<string, string>();
+  const spelled = new Map<string, string>();
   const walk = (value: unknown, prefix: string): void => {
     if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
       for (const [k, v] of Object.entries(value)) walk(v, prefix === '' ? k : `${prefix}:${k}`);
     } else if (prefix !== '' && value !== null && value !== undefined) {
       out.set(prefix.toLowerCase(), Array.isArray(value) ? value.join(',') : String(value));
+      spelled.set(prefix.toLowerCase(), `${prefix} (appsettings.json)`);
     }
   };
   walk(appsettings, '');
   for (const [k, v] of Object.entries(env)) {
-    if (v !== undefined) out.set(k.replace(/__/g, ':').toLowerCase(), v);
+    if (v === undefined) continue;
+    out.set(k.replace(/__/g, ':').toLowerCase(), v);
+    spelled.set(k.replace(/__/g, ':').toLowerCase(), k);
   }
-  return out;
+  return Object.assign(out, { spelled });
 };
+
+/** CONTRACT 1: the sections whose every name must be a parameter; names elsewhere (`PATH`, `OTEL_*`) are not looked at. */
+const SECTIONS: ReadonlySet<string> = new Set(['connectionstrings', 'datastore', 'webhooks', 'http', 'authentication']);
+
+/** The canonical spelling of every parameter (both connectors': one environment may serve both), by its lower-case name. */
+const KNOWN: ReadonlyMap<string, string> = new Map(
+  (function names(spec: object): string[] {
+    return Object.values(spec).flatMap((v) => (isParam(v) ? [v.name] : names(v as object)));
+  })(STARTUP).map((n) => [n.toLowerCase(), n]),
+);
+
+/** Edits (insert, delete, replace) from `a` to `b`. */
+const distance = (a: string, b: string): number => {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+};
+
+/** The known parameter nearest to a lower-case name: of its own section when it has any, else of all. */
+export const nearestParameter = (name: string): string => {
+  const section = name.split(':')[0];
+  const own = [...KNOWN.keys()].filter((k) => k.split(':')[0] === section);
+  const pool = own.length > 0 ? own : [...KNOWN.keys()];
+  let best = pool[0]!;
+  for (const k of pool) if (distance(name, k) < distance(name, best)) best = k;
+  return KNOWN.get(best)!;
+};
+
+/** The message of a name that is no parameter: recognised by the operator commands, which never fall back on defaults past it. */
+export const UNKNOWN_PARAMETER = 'is not a startup parameter';
+
+/**
+ * CONTRACT 1 "A misspelt parameter is never ignored": every name under a section this contract
+ * defines that names no parameter, with the nearest one.
+ */
+export const unknownParameters = (raw: RawParameters): string[] =>
+  [...raw.keys()]
+    .filter((k) => k.includes(':') && SECTIONS.has(k.split(':')[0]!) && !KNOWN.has(k))
+    .map((k) => `${raw.spelled?.get(k) ?? k} ${UNKNOWN_PARAMETER}: did you mean ${nearestParameter(k)}?`);
 
 
 /** Every startup parameter that does not parse is reported, not only the first. */
@@ -227,7 +279,7 @@ export const loadStartupSettings = (
   raw: RawParameters,
   options: { requireId: boolean; hostname: string },
 ): E.Either<string[], StartupSettings> => {
-  const errors: string[] = [];
+  const errors: string[] = unknownParameters(raw);
   const context = { hostname: options.hostname, raw };
   const decode = (spec: object): Record<string, unknown> => {
     const out: Record<string, unknown> = {};

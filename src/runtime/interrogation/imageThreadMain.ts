@@ -25,7 +25,7 @@ const log: DatastoreLog = { info: logAs('info'), warn: logAs('warn'), error: log
 
 const store = connectDatastore(init.redis, init.retrySeconds, log, 'image-reader');
 const client = webhookClient(init.subscription, init.userAgent);
-const format = formatOf(init.subscription.webhook);
+const format = formatOf(init.subscription.webhook, init.subscription.settings.maxBodyBytes);
 /**
  * A full collection (incremental) every 200,000 keys scanned and once the scan is done: what the
  * scan's replies left. None while the requests are read and sent: with the values read as bytes

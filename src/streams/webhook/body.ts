@@ -1,9 +1,10 @@
 import * as E from 'fp-ts/Either';
 import { influxPrecision } from '../../config/formatSettings';
-import { addBodyTime, clockMicros, timedBody } from '../../telemetry/bodyTime';
+import { addBodyTime, timedBody } from '../../telemetry/bodyTime';
 import type { Webhook } from '../../config/webhookSettings';
 import type { Batch, Cause, Content } from '../read/batches';
-import { bodyFormatOf, influxLines, jsonataText, LINE_CONTENT_TYPE, ndjsonBytes, NDJSON_CONTENT_TYPE, oneAtATime, type BodyFormat } from './formats';
+import { bodyFormatOf, DEFAULT_MAX_BODY_BYTES, influxLines, LINE_CONTENT_TYPE, ndjsonBytes, NDJSON_CONTENT_TYPE, type BodyFormat } from './formats';
+import { tooLong } from './jsonataEval';
 
 /**
  * A webhook's request body (CONTRACT 4.2, 4.6, 4.7): the one place that makes one from a batch, and
@@ -23,8 +24,8 @@ export interface Body {
 
 export type { BodyFormat } from './formats';
 
-export const DATAPOINTS: BodyFormat = { type: 'datapoints' };
-const NDJSON: BodyFormat = { type: 'ndjson' };
+export const DATAPOINTS: BodyFormat = { type: 'datapoints', maxBodyBytes: DEFAULT_MAX_BODY_BYTES };
+const NDJSON: BodyFormat = { type: 'ndjson', maxBodyBytes: DEFAULT_MAX_BODY_BYTES };
 
 export const JSON_CONTENT_TYPE = 'application/json';
 
@@ -33,20 +34,20 @@ const formats = new Map<string, BodyFormat>();
 /**
  * The webhook's format (CONTRACT 4.7): one object for every webhook whose format renders the same
  * bytes (the same type, measurement and precision, or the same expression and output), so that
- * they share each batch's rendering; a JSONata expression compiled once.
+ * they share each batch's rendering; a JSONata expression given one thread. `maxBodyBytes`:
+ * `Webhooks:MaxBodyBytes` (CONTRACT 4.7 "Size").
  */
-export const formatOf = (w: Webhook): BodyFormat => {
-  const f = w.format;
-  if (f === undefined || f.type === 'datapoints') return DATAPOINTS;
-  // Stryker disable next-line ConditionalExpression,StringLiteral: a shortcut: the keyed map below gives every ndjson webhook one object as well
-  if (f.type === 'ndjson') return NDJSON;
+export const formatOf = (w: Webhook, maxBodyBytes = DEFAULT_MAX_BODY_BYTES): BodyFormat => {
+  const f = w.format ?? { type: 'datapoints' as const };
+  // Stryker disable next-line ConditionalExpression,StringLiteral: shortcuts: the keyed map below gives every such webhook one object as well
+  if (maxBodyBytes === DEFAULT_MAX_BODY_BYTES && (f.type === 'datapoints' || f.type === 'ndjson')) return f.type === 'datapoints' ? DATAPOINTS : NDJSON;
   // Stryker disable next-line StringLiteral: only line protocol reads the unit
   const precision = f.type === 'influx-line' ? influxPrecision(w.url, f, 'webhook') : E.right('ns' as const);
   // the configuration's decoding has refused a webhook whose precisions disagree
   // Stryker disable next-line StringLiteral: unreachable (see above)
   const unit = E.isRight(precision) ? precision.right : 'ns';
   // Stryker disable next-line EqualityOperator: any consistent order of the (distinct) setting names makes the same key
-  const key = JSON.stringify([f.type, unit, ...Object.entries(f).sort(([a], [b]) => (a < b ? -1 : 1))]);
+  const key = JSON.stringify([f.type, unit, maxBodyBytes, ...Object.entries(f).sort(([a], [b]) => (a < b ? -1 : 1))]);
   let made = formats.get(key);
   if (made === undefined) {
     // configurations changed many times over do not pile up compiled expressions. Clearing it only
@@ -54,7 +55,7 @@ export const formatOf = (w: Webhook): BodyFormat => {
     // rendered, `withBody`), so any number of formats works
     // Stryker disable next-line ConditionalExpression,EqualityOperator: the cache's bound on memory
     if (formats.size >= 256) formats.clear();
-    formats.set(key, (made = bodyFormatOf(f, unit)));
+    formats.set(key, (made = bodyFormatOf(f, unit, maxBodyBytes)));
   }
   return made;
 };
@@ -131,7 +132,20 @@ const made = (text: string, contentType: string, skipped = 0): Prepared =>
 const datapointsOf = (content: Content, cause: Cause | undefined, alloc: (length: number) => Buffer): Body =>
   content.kind === 'stored' ? renderDatapoints(content, cause, alloc) : timedBody('datapoints', () => renderDatapoints(content, cause, alloc));
 
-const prepare = async (format: BodyFormat, batch: Batch, alloc: (length: number) => Buffer): Promise<Prepared> => {
+/**
+ * CONTRACT 4.7 "Size": a body rendered longer than the format's `maxBodyBytes` cannot be rendered. A
+ * stored body (a backlog entry's) is sent as it is, whatever its size.
+ */
+const sized = (format: BodyFormat, batch: Batch, p: Prepared): Prepared =>
+  p.kind === 'body' && batch.content.kind !== 'stored' && p.body.bytes.length > format.maxBodyBytes ? { kind: 'failed', error: tooLong(p.body.bytes.length) } : p;
+
+/** The length of a text batch's default body, or undefined for a batch of another kind (CONTRACT 4.7 "Size", before the body is made). */
+export const defaultBodyLength = (batch: Batch): number | undefined =>
+  batch.content.kind === 'text' ? START.length + Buffer.byteLength(batch.content.points, 'utf8') + ENDS[batch.cause ?? 'live'].length : undefined;
+
+const prepare = async (format: BodyFormat, batch: Batch, alloc: (length: number) => Buffer): Promise<Prepared> => sized(format, batch, await prepareAny(format, batch, alloc));
+
+const prepareAny = async (format: BodyFormat, batch: Batch, alloc: (length: number) => Buffer): Promise<Prepared> => {
   const { content } = batch;
   // a stored body (a backlog entry's) goes as stored, whatever the format is now (CONTRACT 4.7)
   if (format.type === 'datapoints' || content.kind === 'stored' || content.kind === 'elsewhere') {
@@ -151,18 +165,16 @@ const prepare = async (format: BodyFormat, batch: Batch, alloc: (length: number)
         const { text, skipped } = influxLines(format, points, batch.cause === 'interrogation' || batch.cause === 'periodic' ? undefined : batch.ids);
         return made(text, LINE_CONTENT_TYPE, skipped);
       });
-    case 'jsonata':
-      return oneAtATime(format, async (): Promise<Prepared> => {
-        // its time from start to end, less what other work spent in the turns it gave up
-        const t0 = clockMicros();
-        const parked0 = format.parked.micros;
-        try {
-          const text = await jsonataText(format, JSON.parse(datapointsText(content, batch.cause)));
-          return text === undefined ? { kind: 'nothing', skipped: 0 } : made(text, format.contentType);
-        } finally {
-          addBodyTime('jsonata', clockMicros() - t0 - (format.parked.micros - parked0));
-        }
-      });
+    case 'jsonata': {
+      // evaluated in the expression's own process (its limits there), one batch at a time; its time is that process's
+      const { result, micros } = await format.evaluator.evaluate(datapointsText(content, batch.cause));
+      addBodyTime('jsonata', micros);
+      switch (result.kind) {
+        case 'body': return { kind: 'body', body: { bytes: result.bytes as Buffer, contentType: format.contentType }, skipped: 0 };
+        case 'nothing': return { kind: 'nothing', skipped: 0 };
+        case 'failed': return result;
+      }
+    }
   }
 };
 

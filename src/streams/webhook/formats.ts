@@ -1,60 +1,45 @@
-import jsonata from 'jsonata';
 import type { FormatSettings, Precision } from '../../config/formatSettings';
-import { clockMicros } from '../../telemetry/bodyTime';
+import { jsonataProcess, type JsonataEvaluator } from './jsonataProcess';
 import { pointLine } from './lineProtocol';
 
 /**
  * The formats of CONTRACT 4.7 other than the default body, as `body.ts` uses them: each from a
- * batch's points (JSON texts) to its bytes, or to nothing to send.
+ * batch's points (JSON texts) to its bytes, or to nothing to send. Every format carries the
+ * longest body it may render (`Webhooks:MaxBodyBytes`, 4.7 "Size").
  */
 
-export type BodyFormat =
+export type BodyFormat = { readonly maxBodyBytes: number } & (
   | { readonly type: 'datapoints' }
   | { readonly type: 'ndjson' }
-  | { readonly type: 'influx-line'; readonly measurement: string; readonly precision: Precision }
+  | { readonly type: 'influx-line'; readonly measurement: string; readonly precision: Precision; readonly fields?: readonly string[] }
   | {
-    readonly type: 'jsonata'; readonly expression: jsonata.Expression; readonly output: 'json' | 'ndjson'; readonly contentType: string;
-    /** µs the main thread spent on other work while this expression's evaluations gave up their turn (`bodyTime.ts`). */
-    readonly parked: { micros: number };
-    /** The end of the last evaluation of this expression begun (`oneAtATime`). */
-    readonly turns: { tail: Promise<unknown> };
-  };
+    readonly type: 'jsonata'; readonly output: 'json' | 'ndjson'; readonly contentType: string;
+    /** Its evaluations, in a process of the expression's own (`jsonataProcess.ts`). */
+    readonly evaluator: JsonataEvaluator;
+  });
 export type JsonataFormat = Extract<BodyFormat, { type: 'jsonata' }>;
 
 export const NDJSON_CONTENT_TYPE = 'application/x-ndjson';
 export const LINE_CONTENT_TYPE = 'text/plain; charset=utf-8';
 
-/** A JSONata evaluation that runs longer is given up (CONTRACT 4.7). */
-export const JSONATA_TIMEOUT_MS = 1000;
-/** Evaluation steps between two turns of the event loop: a long evaluation lets the other webhooks' work run between its steps. */
-const JSONATA_STEPS_PER_TURN = 2000;
+/** CONTRACT 4.7: `Webhooks:MaxBodyBytes`' default, 16 MiB. */
+export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
-/** The format of settings already checked (`formatSettings.ts`): a JSONata expression compiled, a precision resolved. */
-export const bodyFormatOf = (f: FormatSettings, precision: Precision): BodyFormat => {
+/** The format of settings already checked (`formatSettings.ts`): a precision resolved, a JSONata expression given its process (started when first used). */
+export const bodyFormatOf = (f: FormatSettings, precision: Precision, maxBodyBytes = DEFAULT_MAX_BODY_BYTES): BodyFormat => {
   switch (f.type) {
     case 'datapoints':
     case 'ndjson':
-      return { type: f.type };
+      return { type: f.type, maxBodyBytes };
     case 'influx-line':
-      return { type: 'influx-line', measurement: f.measurement ?? 'datapoints', precision };
+      return { type: 'influx-line', measurement: f.measurement ?? 'datapoints', precision, maxBodyBytes, ...(f.fields !== undefined ? { fields: f.fields } : {}) };
     case 'jsonata': {
-      const expression = jsonata(f.expression, { timeout: JSONATA_TIMEOUT_MS });
-      let steps = 0;
-      const parked = { micros: 0 };
-      /** A turn for the others: what they spend meanwhile is not this expression's. */
-      const turn = () => new Promise<void>((resolve) => {
-        const t0 = clockMicros();
-        setImmediate(() => {
-          parked.micros += clockMicros() - t0;
-          resolve();
-        });
-      });
-      // evaluation is asynchronous step by step; every few thousand steps the others get a turn
-      expression.assign(Symbol.for('jsonata.__evaluate_entry') as unknown as string, () =>
-        // Stryker disable next-line ConditionalExpression,EqualityOperator,UpdateOperator: how often it yields (a test shows that it does)
-        ++steps % JSONATA_STEPS_PER_TURN === 0 ? turn() : undefined);
       const output = f.output ?? 'json';
-      return { type: 'jsonata', expression, output, contentType: f.contentType ?? (output === 'json' ? 'application/json' : NDJSON_CONTENT_TYPE), parked, turns: { tail: Promise.resolve() } };
+      return {
+        type: 'jsonata', output, maxBodyBytes,
+        contentType: f.contentType ?? (output === 'json' ? 'application/json' : NDJSON_CONTENT_TYPE),
+        evaluator: jsonataProcess({ expression: f.expression, output, maxBodyBytes }),
+      };
     }
   }
 };
@@ -113,36 +98,3 @@ export const influxLines = (f: Extract<BodyFormat, { type: 'influx-line' }>, poi
   return { text, skipped };
 };
 
-/**
- * `work` (an evaluation of `f`'s expression) once the evaluations of it begun before have ended:
- * an expression evaluates one batch at a time, in the order they came. JSONata's 1 s limit is
- * wall time from the evaluation's start, and evaluations run side by side share the thread step
- * by step: 200 batches arriving at once (a lane catching up) would each take as long as all of
- * them, and most would be refused for running longer than 1 s though each takes 20 ms alone. One
- * at a time, each is timed (`parked`, `webhook_body_seconds_total`) and limited by its own run.
- * Other expressions (other webhooks) are not held: they take turns with this one.
- */
-export const oneAtATime = <T>(f: JsonataFormat, work: () => Promise<T>): Promise<T> => {
-  const run = f.turns.tail.then(work);
-  f.turns.tail = run.then(() => undefined, () => undefined);
-  return run;
-};
-
-/** The JSONata result as the body's text; undefined for JSONata's nothing. Throws what cannot be sent. */
-export const jsonataText = async (f: JsonataFormat, input: unknown): Promise<string | undefined> => {
-  let result: unknown;
-  try {
-    result = await f.expression.evaluate(input);
-  } catch (err) {
-    const e = err as { code?: string; message?: string; position?: number };
-    if (e.code === 'D1012') throw new Error(`the expression ran longer than ${JSONATA_TIMEOUT_MS} ms`);
-    throw new Error(`${e.message ?? String(err)}${e.code !== undefined ? ` (${e.code}${e.position !== undefined ? ` at character ${e.position}` : ''})` : ''}`);
-  }
-  if (result === undefined) return undefined;
-  if (f.output === 'json') return JSON.stringify(result);
-  if (!Array.isArray(result)) throw new Error(`output "ndjson" needs an array, the expression gave ${result === null ? 'null' : typeof result}`);
-  let text = '';
-  // Stryker disable next-line StringLiteral: JSONata's arrays hold no undefined or functions (JSON.stringify's undefined)
-  for (const item of result) text += `${JSON.stringify(item) ?? 'null'}\n`;
-  return text;
-};

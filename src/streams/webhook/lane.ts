@@ -5,7 +5,8 @@ import {
 import type { Batch } from '../read/batches';
 import type { LaneBacklog } from './backlog';
 import type { BacklogReason } from './backlogEntry';
-import { defaultBody, formatOf, prepareBody, requestBody, withBody, type Body, type BodyFormat, type Prepared } from './body';
+import { defaultBody, defaultBodyLength, formatOf, prepareBody, requestBody, withBody, type Body, type BodyFormat, type Prepared } from './body';
+import { tooLong } from './jsonataEval';
 import { memoryDisabledMark, type DisabledMark } from './disabledMarks';
 import * as L from './laneState';
 import { laneRedrive, type RedriveContext } from './redrive';
@@ -56,7 +57,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
   defer(() => {
     const { settings, index } = o.subscription;
     const scheduler = o.scheduler ?? asyncScheduler;
-    const format = formatOf(o.subscription.webhook);
+    const format = formatOf(o.subscription.webhook, settings.maxBodyBytes);
     const render = o.render ?? ((f: BodyFormat, b: Batch) => defer(() => prepareBody(f, b)));
     let state = L.initialLaneState(settings, o.initiallyDisabled === true);
     /** Tells the redrive the backlog may have work (`redrive.ts`); `done$`: the lane's batches and interrogations are over. */
@@ -134,7 +135,11 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
         if (content.skipped !== undefined) o.observer.pointsSkipped?.(content.skipped);
         return of(content.renderError === undefined ? { kind: 'send', batch } : { kind: 'failed', error: content.renderError });
       }
-      if (format.type === 'datapoints' || content.kind === 'stored') return of({ kind: 'send', batch });
+      if (format.type === 'datapoints' || content.kind === 'stored') {
+        // the default body is made as its request goes out: its size (CONTRACT 4.7 "Size") is known before
+        const length = format.type === 'datapoints' ? defaultBodyLength(batch) : undefined;
+        return of(length !== undefined && length > format.maxBodyBytes ? { kind: 'failed', error: tooLong(length) } : { kind: 'send', batch });
+      }
       return render(format, batch).pipe(map((p: Prepared): Ready => {
         if (p.kind !== 'failed' && p.skipped > 0) o.observer.pointsSkipped?.(p.skipped);
         return p.kind === 'body' ? { kind: 'send', batch: withBody(batch, p.body) } : p;

@@ -1,4 +1,7 @@
 import type { Precision } from '../../config/formatSettings';
+import { escapeKey, extraFieldKey } from '../../config/lineKeys';
+
+export { escapeKey } from '../../config/lineKeys';
 
 /**
  * InfluxDB line protocol, one data point a line (CONTRACT 4.7):
@@ -8,28 +11,15 @@ import type { Precision } from '../../config/formatSettings';
 
 /** Commas and spaces (measurement). */
 const MEASUREMENT_SPECIAL = /[, ]/g;
-/** Commas, spaces and `=` (tag keys, tag values, field keys). */
-const KEY_SPECIAL = /[,= ]/g;
-const LINE_BREAKS = /[\r\n]/g;
-const TRAILING_BACKSLASHES = /\\+$/;
 /** `"` and `\` (string field values). */
 const STRING_SPECIAL = /["\\]/g;
 
-/** Whether a text needs any of the rewriting below: most do not, and one test is cheaper than three replacements. */
-const KEY_NEEDS = /[,= \\\r\n]/;
 // Stryker disable next-line Regex: a fast path only; a looser pattern sends more texts to the replacement, which changes nothing more
 const STRING_NEEDS = /["\\]/;
 
 export const escapeMeasurement = (m: string): string => m.replace(MEASUREMENT_SPECIAL, '\\$&');
 
-/** A tag key, tag value or field key: line breaks made spaces, trailing `\` dropped, then `,`, `=` and spaces escaped. */
-export const escapeKey = (k: string): string =>
-  KEY_NEEDS.test(k) ? k.replace(LINE_BREAKS, ' ').replace(TRAILING_BACKSLASHES, '').replace(KEY_SPECIAL, '\\$&') : k;
-
 export const escapeStringField = (s: string): string => `"${STRING_NEEDS.test(s) ? s.replace(STRING_SPECIAL, '\\$&') : s}"`;
-
-/** Fields that are never extra fields. */
-const NOT_EXTRA: ReadonlySet<string> = new Set(['casdu', 'ioa', 'source', 'type', 'value', 'value_text', 'timestamp', 'time']);
 
 /** A tag's value as text (a number in its shortest form), escaped; empty when it has none. */
 const tagText = (v: unknown): string => {
@@ -60,7 +50,17 @@ const timestampMs = (t: unknown): number | undefined => {
 export interface LineOptions {
   readonly measurement: string;
   readonly precision: Precision;
+  /** `format.fields`: the only extra fields written, in this order (their names checked by the configuration); absent: every one. */
+  readonly fields?: readonly string[];
 }
+
+/** An extra field's value as line protocol writes it; undefined for a value that is not written (CONTRACT 4.7). */
+const fieldText = (x: unknown): string | undefined => {
+  if (typeof x === 'number') return String(x);
+  if (typeof x === 'boolean') return x ? 'true' : 'false';
+  if (typeof x === 'string') return escapeStringField(x);
+  return undefined;
+};
 
 const escapedMeasurements = new Map<string, string>();
 const measurementOf = (m: string): string => {
@@ -86,16 +86,18 @@ export const pointLine = (point: Readonly<Record<string, unknown>>, o: LineOptio
   else if (typeof v === 'boolean') fields = `value=${v ? 1 : 0}`;
   else if (typeof v === 'string') fields = `value_text=${escapeStringField(v)}`;
   else return undefined;
-  for (const key in point) {
-    if (NOT_EXTRA.has(key)) continue;
-    const x = point[key];
-    let text: string;
-    if (typeof x === 'number') text = String(x);
-    else if (typeof x === 'boolean') text = x ? 'true' : 'false';
-    else if (typeof x === 'string') text = escapeStringField(x);
-    else continue;
-    const k = escapeKey(key);
-    if (k !== '') fields += `,${k}=${text}`;
+  if (o.fields !== undefined) {
+    for (const key of o.fields) {
+      const text = Object.hasOwn(point, key) ? fieldText(point[key]) : undefined;
+      if (text !== undefined) fields += `,${escapeKey(key)}=${text}`;
+    }
+  } else {
+    for (const key in point) {
+      const k = extraFieldKey(key);
+      if (k === undefined) continue;
+      const text = fieldText(point[key]);
+      if (text !== undefined) fields += `,${k}=${text}`;
+    }
   }
   let line = measurementOf(o.measurement);
   const casdu = tagText(point.casdu);

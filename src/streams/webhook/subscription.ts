@@ -22,6 +22,8 @@ export interface DeliverySettings extends LaneSettings {
   readonly maxRequestsPerSecond?: number;
   /** CONTRACT 6.7: `Webhooks:AllowedNetworks` (empty: anywhere but the blocked ranges). */
   readonly allowedNetworks?: readonly string[];
+  /** CONTRACT 4.7: `Webhooks:MaxBodyBytes`, the longest rendered body (absent: its default, 16 MiB). */
+  readonly maxBodyBytes?: number;
 }
 
 export interface WebhookSubscription {
@@ -49,6 +51,7 @@ export const deliveryDefaults = (w: StartupSettings['webhooks']): DeliverySettin
   autoRedrive: w.autoRedrive,
   timeoutMs: w.timeoutMilliseconds,
   allowedNetworks: w.allowedNetworks,
+  maxBodyBytes: w.maxBodyBytes,
 });
 
 /** One subscription per configured webhook, in configuration order. */
