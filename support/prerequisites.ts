@@ -21,6 +21,7 @@ export const PROGRAMS: readonly Program[] = [
   { program: 'openssl', for: 'the certificates of the TLS tests and benchmarks', debian: 'openssl', macos: 'openssl' },
   { program: 'promtool', for: 'the metrics format and alert rule tests', debian: 'prometheus', macos: 'prometheus' },
   { program: 'influxd', for: 'the influx-line format test against a real InfluxDB 1.x', debian: 'influxdb', macos: 'influxdb@1' },
+  { program: 'victoria-metrics', for: 'the influx-line and JSONata import tests against a real VictoriaMetrics', debian: 'victoria-metrics', macos: 'victoriametrics' },
 ];
 
 /** Whether `program` is an executable file in one of the `PATH` directories. */

@@ -16,11 +16,11 @@ it('a program is found on PATH only as an executable file; the message names eac
   chmodSync(join(dir, 'openssl'), 0o755);
   writeFileSync(join(dir, 'promtool'), 'not executable');
   const missing = missingPrograms(PROGRAMS.map((p) => p.program), `${join(dir, 'nowhere')}:${dir}`);
-  expect(missing.map((p) => p.program)).toEqual(['redis-server', 'redis-sentinel', 'promtool', 'influxd']);
+  expect(missing.map((p) => p.program)).toEqual(['redis-server', 'redis-sentinel', 'promtool', 'influxd', 'victoria-metrics']);
   const text = missingMessage(missing);
-  expect(text.split('\n')[0]).toBe('missing on PATH: redis-server, redis-sentinel, promtool, influxd');
-  expect(text).toContain('sudo apt-get install redis-server redis-sentinel prometheus influxdb');
-  expect(text).toContain('brew install redis prometheus influxdb@1');
+  expect(text.split('\n')[0]).toBe('missing on PATH: redis-server, redis-sentinel, promtool, influxd, victoria-metrics');
+  expect(text).toContain('sudo apt-get install redis-server redis-sentinel prometheus influxdb victoria-metrics');
+  expect(text).toContain('brew install redis prometheus influxdb@1 victoriametrics');
   expect(missingPrograms(['redis-server'], process.env.PATH)).toEqual([]);
 });
 

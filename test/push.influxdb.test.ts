@@ -1,12 +1,14 @@
 import { eventually } from './helpers/cli';
 import { InfluxDb } from './helpers/influxdb';
+import { backlogEntries, keepProducingUntil, webhookStates } from './helpers/outage';
 import { usePushHarness } from './helpers/push';
 
 /**
  * CONTRACT 4.7 against a real InfluxDB 1.x: points of every type, with extra fields and awkward tag
- * values, written through `influx-line` with gzip and read back with InfluxQL; InfluxDB killed and
- * started again in the middle: nothing lost (a series keeps one point per time, so a batch sent
- * again lands once).
+ * values, written through `influx-line` with gzip and read back with InfluxQL; InfluxDB killed long
+ * enough for the webhook's circuit to open and batches to enter the backlog without an attempt
+ * (`circuit`), then started again: every backlog entry holds line protocol (CONTRACT 4.7 "Backlog"),
+ * and nothing is lost (a series keeps one point per time, so a batch sent again lands once).
  */
 const { outbound, r } = usePushHarness();
 let influx: InfluxDb;
@@ -31,22 +33,37 @@ const produce = async (from: number, to: number) => {
 };
 const rows = async () => influx.query('SELECT * FROM scada ORDER BY time', 'plant');
 
-it('every value, tag and timestamp as written, across an InfluxDB kill and restart', async () => {
-  const { c } = await outbound('influx', [{ url: `${influx.url}/write?db=plant&precision=ms`, format: { type: 'influx-line', measurement: 'scada' }, compression: 'gzip' }], {
-    Webhooks__CircuitBreakerThreshold: '2', Webhooks__ProbeIntervalMilliseconds: '300',
+it('every value, tag and timestamp as written, across an InfluxDB outage that opened the circuit: the circuit\'s backlog entries are line protocol', async () => {
+  const { base } = await outbound('influx', [{ url: `${influx.url}/write?db=plant&precision=ms`, format: { type: 'influx-line', measurement: 'scada' }, compression: 'gzip' }], {
+    Webhooks__CircuitFailureThreshold: '2', Webhooks__ProbeIntervalSeconds: '0.5', Webhooks__MaxAttempts: '2',
   });
   await produce(0, 40);
   await eventually(async () => ((await rows()).length === 40 ? true : undefined), 30000, '40 points in InfluxDB');
   await influx.kill();
-  await produce(40, 80);
-  // the connector meets a dead InfluxDB meanwhile: retries, then its backlog
-  await new Promise((res) => setTimeout(res, 2000));
-  // it did: attempts failed while InfluxDB was down
-  await c.waitForLog((l) => l.msg === 'webhook attempt failed');
+  // batches keep coming while InfluxDB is down: two end exhausted, the circuit opens, later ones go to the backlog unsent
+  let n = 40;
+  const more = async () => {
+    await produce(n, n + 3);
+    n += 3;
+  };
+  await keepProducingUntil(more, async () => (await webhookStates(base))[0]!.state === 'open', 'the circuit to open');
+  const circuit = async () => (await backlogEntries(r.client, 'influx')).filter((e) => e.reason === 'circuit');
+  await keepProducingUntil(more, async () => (await circuit()).length >= 3, 'three batches in the backlog as circuit');
+  // the fault took effect: the circuit is open and the backlog holds batches that never had an attempt
+  expect((await webhookStates(base))[0]!.state).toBe('open');
+  const entries = await backlogEntries(r.client, 'influx');
+  expect(entries.filter((e) => e.reason === 'exhausted').length).toBeGreaterThanOrEqual(2);
+  expect((await circuit()).every((e) => e.attempts === '0')).toBe(true);
+  // each holds the body its webhook takes: line protocol, never the default JSON body
+  for (const e of entries) {
+    expect([e.reason, e.contentType]).toEqual([e.reason, 'text/plain; charset=utf-8']);
+    expect((e.body ?? '').split('\n').slice(0, -1).every((l) => l.startsWith('scada,casdu=7,ioa='))).toBe(true);
+  }
   await influx.run();
-  await eventually(async () => ((await rows()).length === 80 ? true : undefined), 60000, '80 points in InfluxDB');
+  await eventually(async () => ((await rows()).length === n ? true : undefined), 60000, `${n} points in InfluxDB`);
+  await eventually(async () => ((await backlogEntries(r.client, 'influx')).length === 0 ? true : undefined), 30000, 'the backlog redriven');
   const got = await rows();
-  expect(got).toHaveLength(80);
+  expect(got).toHaveLength(n);
   for (const [i, row] of got.entries()) {
     const p = point(i);
     const value = typeof p.value === 'boolean' ? (p.value ? 1 : 0) : typeof p.value === 'number' ? p.value : null;
@@ -55,4 +72,4 @@ it('every value, tag and timestamp as written, across an InfluxDB kill and resta
       value, value_text: typeof p.value === 'string' ? p.value : null, quality: 'good', count: i,
     });
   }
-}, 120000);
+}, 150000);

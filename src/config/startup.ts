@@ -1,6 +1,9 @@
 import * as E from 'fp-ts/Either';
 import { DEFAULT_MAX_BATCH_ITEMS } from '../mapping/payload';
 import { parseNetworks } from './networks';
+import { unknownParameters } from './parameterNames';
+
+export { UNKNOWN_PARAMETER } from './parameterNames';
 
 /**
  * Startup parameters (CONTRACT 1): `appsettings.json` overridden by environment variables,
@@ -230,56 +233,17 @@ export const collectRaw = (
   return Object.assign(out, { spelled });
 };
 
-/** CONTRACT 1: the sections whose every name must be a parameter; names elsewhere (`PATH`, `OTEL_*`) are not looked at. */
-const SECTIONS: ReadonlySet<string> = new Set(['connectionstrings', 'datastore', 'webhooks', 'http', 'authentication']);
-
-/** The canonical spelling of every parameter (both connectors': one environment may serve both), by its lower-case name. */
-const KNOWN: ReadonlyMap<string, string> = new Map(
-  (function names(spec: object): string[] {
-    return Object.values(spec).flatMap((v) => (isParam(v) ? [v.name] : names(v as object)));
-  })(STARTUP).map((n) => [n.toLowerCase(), n]),
-);
-
-/** Edits (insert, delete, replace) from `a` to `b`. */
-const distance = (a: string, b: string): number => {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    row = next;
-  }
-  return row[b.length]!;
-};
-
-/** The known parameter nearest to a lower-case name: of its own section when it has any, else of all. */
-export const nearestParameter = (name: string): string => {
-  const section = name.split(':')[0];
-  const own = [...KNOWN.keys()].filter((k) => k.split(':')[0] === section);
-  const pool = own.length > 0 ? own : [...KNOWN.keys()];
-  let best = pool[0]!;
-  for (const k of pool) if (distance(name, k) < distance(name, best)) best = k;
-  return KNOWN.get(best)!;
-};
-
-/** The message of a name that is no parameter: recognised by the operator commands, which never fall back on defaults past it. */
-export const UNKNOWN_PARAMETER = 'is not a startup parameter';
-
-/**
- * CONTRACT 1 "A misspelt parameter is never ignored": every name under a section this contract
- * defines that names no parameter, with the nearest one.
- */
-export const unknownParameters = (raw: RawParameters): string[] =>
-  [...raw.keys()]
-    .filter((k) => k.includes(':') && SECTIONS.has(k.split(':')[0]!) && !KNOWN.has(k))
-    .map((k) => `${raw.spelled?.get(k) ?? k} ${UNKNOWN_PARAMETER}: did you mean ${nearestParameter(k)}?`);
-
+/** The canonical spelling of every parameter (both connectors': one environment may serve both). */
+const KNOWN: readonly string[] = (function names(spec: object): string[] {
+  return Object.values(spec).flatMap((v) => (isParam(v) ? [v.name] : names(v as object)));
+})(STARTUP);
 
 /** Every startup parameter that does not parse is reported, not only the first. */
 export const loadStartupSettings = (
   raw: RawParameters,
   options: { requireId: boolean; hostname: string },
 ): E.Either<string[], StartupSettings> => {
-  const errors: string[] = unknownParameters(raw);
+  const errors: string[] = unknownParameters(raw, KNOWN);
   const context = { hostname: options.hostname, raw };
   const decode = (spec: object): Record<string, unknown> => {
     const out: Record<string, unknown> = {};
