@@ -1,0 +1,170 @@
+import { gunzipSync } from 'node:zlib';
+import { eventually, runCli } from './helpers/cli';
+import { backlogEntries, keepProducingUntil, webhookStates, type StoredEntry } from './helpers/outage';
+import { range, usePushHarness } from './helpers/push';
+import type { Answer, Received } from './helpers/receiver';
+
+/**
+ * CONTRACT 4.4 and 4.7 "Backlog": whatever the reason a batch entered a webhook's backlog —
+ * `exhausted`, `overflow`, `circuit` (with or without an attempt), `disabled`, `refused` — its entry
+ * holds the body its webhook takes, and the requests that send it again (redrive, or an operator's
+ * replay for `refused`) are parsed by the receiver in that webhook's format. One connector, one
+ * webhook of each format; each test first shows that the fault took effect (entries of its reason
+ * for every webhook, unsent ones among them where the reason has them), then that every point
+ * arrived, each request parsed in its format.
+ */
+const { outbound, receiver, produce, r } = usePushHarness();
+
+type Mode = 'ok' | 'down' | 'gone' | 'refuse' | 'slow';
+const FORMATS = [
+  { name: 'datapoints', format: undefined, contentType: 'application/json' },
+  { name: 'ndjson', format: { type: 'ndjson' }, contentType: 'application/x-ndjson' },
+  { name: 'influx-line', format: { type: 'influx-line', measurement: 'm' }, contentType: 'text/plain; charset=utf-8', gzip: true },
+  { name: 'jsonata', format: { type: 'jsonata', expression: '{ "seqs": [datapoints.seq] }' }, contentType: 'application/json' },
+] as const;
+
+/** The seqs of a request's body, read as its format says; throws for a body of any other shape. */
+const PARSE: Record<(typeof FORMATS)[number]['name'], (body: string) => number[]> = {
+  datapoints: (b) => (JSON.parse(b) as { datapoints: Array<{ seq: number }> }).datapoints.map((p) => p.seq),
+  ndjson: (b) => {
+    if (!b.endsWith('\n')) throw new Error(`not ndjson: ${b.slice(0, 80)}`);
+    return b.slice(0, -1).split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq);
+  },
+  'influx-line': (b) =>
+    b.slice(0, -1).split('\n').map((l) => {
+      const m = /^m,casdu=1,ioa=(\d+),source=producer,type=36 value=\d+,seq=(\d+) \d+$/.exec(l);
+      if (m === null || m[1] !== m[2]) throw new Error(`not line protocol: ${l.slice(0, 80)}`);
+      return Number(m[2]);
+    }),
+  jsonata: (b) => {
+    const seqs = (JSON.parse(b) as { seqs: number[] }).seqs;
+    if (!Array.isArray(seqs)) throw new Error(`not the expression's shape: ${b.slice(0, 80)}`);
+    return seqs;
+  },
+};
+
+/** Four receivers, one per format, answering as `mode` says. */
+const webhooksOf = async (mode: () => Mode) => {
+  const answer = (): Answer => {
+    switch (mode()) {
+      case 'ok': return { status: 200 };
+      case 'down': return { status: 503 };
+      case 'gone': return { status: 410 };
+      case 'refuse': return { status: 400 };
+      case 'slow': return { status: 200, delayMs: 1500 };
+    }
+  };
+  const hooks = await Promise.all(FORMATS.map(() => receiver(answer)));
+  const webhooks = FORMATS.map((f, i) => ({ url: hooks[i]!.url, ...(f.format !== undefined ? { format: f.format } : {}), ...('gzip' in f ? { compression: 'gzip' } : {}) }));
+  return { hooks, webhooks };
+};
+
+const bodyOf = (q: Received, i: number) => ('gzip' in FORMATS[i]! ? gunzipSync(q.raw).toString('utf8') : q.body);
+
+/** Every seq each receiver got in 2xx requests, one request per webhook-id, each parsed in its format. */
+const delivered = (hooks: Awaited<ReturnType<typeof webhooksOf>>['hooks']) =>
+  hooks.map((h, i) => {
+    const byId = new Map(h.delivered().map((q) => [String(q.headers['webhook-id']), q]));
+    return [...byId.values()].flatMap((q) => PARSE[FORMATS[i]!.name](bodyOf(q, i))).sort((a, b) => a - b);
+  });
+
+/** The fault took effect: every webhook has entries of `reason`, each holding its format's body and content type. */
+const expectEntries = async (id: string, reason: string): Promise<StoredEntry[]> => {
+  const entries = await backlogEntries(r.client, id);
+  for (const [i, f] of FORMATS.entries()) {
+    const own = entries.filter((e) => e.webhook === String(i));
+    expect([f.name, own.some((e) => e.reason === reason)]).toEqual([f.name, true]);
+    for (const e of own) {
+      // a missing contentType means application/json (CONTRACT 4.7)
+      expect([f.name, e.reason, e.contentType ?? 'application/json']).toEqual([f.name, e.reason, f.contentType]);
+      expect(PARSE[f.name](e.body!).length).toBeGreaterThan(0);
+    }
+  }
+  return entries;
+};
+
+/** Each receiver got every seq of [0, n) (after de-duplication), and the requests of the entries' webhook-ids among them. */
+const expectAllArrived = async (id: string, hooks: Awaited<ReturnType<typeof webhooksOf>>['hooks'], n: number, entries: StoredEntry[]) => {
+  await eventually(async () => ((await backlogEntries(r.client, id)).length === 0 && delivered(hooks).every((s) => s.length >= n) ? true : undefined), 60000, 'every point delivered, the backlog empty');
+  expect(delivered(hooks)).toEqual(FORMATS.map(() => range(0, n)));
+  for (const [i, h] of hooks.entries()) {
+    const got = new Set(h.delivered().map((q) => String(q.headers['webhook-id'])));
+    expect(entries.filter((e) => e.webhook === String(i) && !got.has(e.webhookId!))).toEqual([]);
+  }
+};
+
+const FAST_CIRCUIT = { Webhooks__MaxAttempts: '2', Webhooks__ProbeIntervalSeconds: '0.3' };
+
+it('exhausted: redriven in each format', async () => {
+  let mode: Mode = 'down';
+  const { hooks, webhooks } = await webhooksOf(() => mode);
+  await outbound('bx', webhooks, { ...FAST_CIRCUIT, Webhooks__CircuitFailureThreshold: '1000' });
+  let n = 0;
+  await keepProducingUntil(async () => (await produce(n, 2), (n += 2)), async () => (await backlogEntries(r.client, 'bx')).filter((e) => e.reason === 'exhausted').length >= 4, 'exhausted entries');
+  const entries = await expectEntries('bx', 'exhausted');
+  mode = 'ok';
+  await expectAllArrived('bx', hooks, n, entries);
+}, 90000);
+
+it('circuit: batches sent there unsent while the circuit is open, redriven in each format after a probe closed it', async () => {
+  let mode: Mode = 'down';
+  const { hooks, webhooks } = await webhooksOf(() => mode);
+  const { base } = await outbound('bc', webhooks, { ...FAST_CIRCUIT, Webhooks__CircuitFailureThreshold: '1' });
+  let n = 0;
+  const more = async () => (await produce(n, 2), (n += 2));
+  await keepProducingUntil(more, async () => (await webhookStates(base)).every((w) => w.state === 'open'), 'every circuit open');
+  await keepProducingUntil(more, async () => {
+    const unsent = (await backlogEntries(r.client, 'bc')).filter((e) => e.reason === 'circuit' && e.attempts === '0');
+    return FORMATS.every((_, i) => unsent.some((e) => e.webhook === String(i)));
+  }, 'unsent circuit entries of every webhook');
+  const entries = await expectEntries('bc', 'circuit');
+  mode = 'ok';
+  await expectAllArrived('bc', hooks, n, entries);
+}, 90000);
+
+it('overflow: a webhook\'s queue full (1000 batches), what overflows redriven in each format', async () => {
+  let mode: Mode = 'slow';
+  const { hooks, webhooks } = await webhooksOf(() => mode);
+  await outbound('bo', webhooks, { Webhooks__MaxInFlight: '1', Webhooks__BatchMaxSize: '1', Webhooks__TimeoutMilliseconds: '10000', Webhooks__ProbeIntervalSeconds: '0.3' });
+  const n = 1100;
+  await produce(0, n);
+  await eventually(async () => {
+    const over = (await backlogEntries(r.client, 'bo')).filter((e) => e.reason === 'overflow');
+    return FORMATS.every((_, i) => over.some((e) => e.webhook === String(i))) ? true : undefined;
+  }, 60000, 'overflow entries of every webhook');
+  const entries = await expectEntries('bo', 'overflow');
+  mode = 'ok';
+  await expectAllArrived('bo', hooks, n, entries);
+}, 150000);
+
+it('disabled: 410 Gone, then every batch to the backlog unsent; enabled by a configuration change, redriven in each format', async () => {
+  let mode: Mode = 'gone';
+  const { hooks, webhooks } = await webhooksOf(() => mode);
+  const { base, c } = await outbound('bd', webhooks, FAST_CIRCUIT);
+  let n = 0;
+  const more = async () => (await produce(n, 2), (n += 2));
+  await keepProducingUntil(more, async () => (await webhookStates(base)).every((w) => w.state === 'disabled'), 'every webhook disabled');
+  await keepProducingUntil(more, async () => {
+    const unsent = (await backlogEntries(r.client, 'bd')).filter((e) => e.reason === 'disabled' && e.attempts === '0');
+    return FORMATS.every((_, i) => unsent.some((e) => e.webhook === String(i)));
+  }, 'unsent disabled entries of every webhook');
+  const entries = await expectEntries('bd', 'disabled');
+  mode = 'ok';
+  // the configuration changes (a header added; the connector restarts on a change): every webhook enabled again, its backlog redriven
+  expect(await c.stop('SIGTERM')).toBe(0);
+  await outbound('bd', webhooks.map((w) => ({ ...w, headers: { 'X-Plant': 'a' } })), FAST_CIRCUIT);
+  await expectAllArrived('bd', hooks, n, entries);
+}, 90000);
+
+it('refused: answered 400, then replayed by the operator in each format', async () => {
+  let mode: Mode = 'refuse';
+  const { hooks, webhooks } = await webhooksOf(() => mode);
+  await outbound('bf', webhooks, FAST_CIRCUIT);
+  await produce(0, 10);
+  await eventually(async () => ((await backlogEntries(r.client, 'bf')).reduce((k, e) => k + PARSE[FORMATS[Number(e.webhook)]!.name](e.body!).length, 0) === 40 ? true : undefined), 30000, 'every point refused by every webhook');
+  const entries = await expectEntries('bf', 'refused');
+  mode = 'ok';
+  const replay = await runCli(['deadletter', 'replay', '--id', 'bf'], { ConnectionStrings__Datastore: r.redis.url });
+  expect([replay.code, replay.stdout.trim().split('\n').pop()]).toEqual([0, `delivered ${entries.length}, failed 0`]);
+  await expectAllArrived('bf', hooks, 10, entries);
+}, 90000);
