@@ -168,3 +168,32 @@ it('refused: answered 400, then replayed by the operator in each format', async 
   expect([replay.code, replay.stdout.trim().split('\n').pop()]).toEqual([0, `delivered ${entries.length}, failed 0`]);
   await expectAllArrived('bf', hooks, 10, entries);
 }, 90000);
+
+it('an interrogation\'s requests sent to the backlog keep their cause: redriven in each format with Webhook-Cause', async () => {
+  let mode: Mode = 'down';
+  const { hooks, webhooks } = await webhooksOf(() => mode);
+  const { base } = await outbound('bi', webhooks, { ...FAST_CIRCUIT, Webhooks__CircuitFailureThreshold: '1' });
+  // the image: points written before the connector's time
+  const m = r.client.multi();
+  for (let seq = 100; seq < 105; seq++) {
+    m.set(`process:image:casdu:1:ioa:${seq}`, JSON.stringify({ casdu: 1, ioa: seq, type: 36, value: seq, timestamp: new Date().toISOString(), source: 'producer', seq }));
+  }
+  await m.exec();
+  let n = 0;
+  await keepProducingUntil(async () => (await produce(n, 2), (n += 2)), async () => (await webhookStates(base)).every((w) => w.state === 'open'), 'every circuit open');
+  for (const i of FORMATS.keys()) expect((await fetch(`${base}/api/webhooks/${i}/interrogation`, { method: 'POST' })).status).toBe(202);
+  await eventually(async () => {
+    const asked = (await backlogEntries(r.client, 'bi')).filter((e) => e.cause === 'interrogation');
+    return FORMATS.every((_, i) => asked.some((e) => e.webhook === String(i))) ? asked : undefined;
+  }, 30000, 'the interrogations\' requests in the backlog, with their cause');
+  const entries = await backlogEntries(r.client, 'bi');
+  expect(entries.filter((e) => e.cause === 'interrogation').every((e) => /^gi-/.test(e.webhookId!) && e.reason === 'circuit')).toBe(true);
+  mode = 'ok';
+  await eventually(async () => ((await backlogEntries(r.client, 'bi')).length === 0 ? true : undefined), 60000, 'the backlog redriven');
+  for (const [i, h] of hooks.entries()) {
+    const asked = h.delivered().filter((q) => String(q.headers['webhook-id']).startsWith('gi-'));
+    expect([FORMATS[i]!.name, asked.length > 0, asked.every((q) => q.headers['webhook-cause'] === 'interrogation')]).toEqual([FORMATS[i]!.name, true, true]);
+    // the image's points (and the live ones written before the interrogation), parsed in the webhook's format
+    expect(asked.flatMap((q) => PARSE[FORMATS[i]!.name](bodyOf(q, i))).filter((s) => s >= 100).sort((a, b) => a - b)).toEqual(range(100, 105));
+  }
+}, 90000);
