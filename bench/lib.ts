@@ -1,5 +1,5 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { freePort } from '../support/freePort';
@@ -45,8 +45,8 @@ export const waitReady = async (url: string, timeoutMs = 15000): Promise<void> =
 };
 
 /** A connector process of ours, logging to /dev/null (pino still formats and writes every line). */
-export const startConnector = (kind: 'inbound' | 'outbound', env: Record<string, string>): ChildProcess =>
-  spawn(process.execPath, [CLI, kind], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+export const startConnector = (kind: 'inbound' | 'outbound', env: Record<string, string>, cli = CLI): ChildProcess =>
+  spawn(process.execPath, [cli, kind], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 
 export const startScript = (file: string, args: string[], env: Record<string, string> = {}): ChildProcess =>
   fork(join(__dirname, file), args, { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -93,4 +93,39 @@ export const cpuMs = (pid: number): number => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
   // after "pid (comm) ": state is field 0, utime field 11, stime field 12, in clock ticks (100 Hz)
   return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
+/** A process's stat fields after "pid (comm) " (state is field 0), or undefined when it is gone. */
+const statOf = (pid: number): string[] | undefined => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * CPU time (user + system) of a process and every live process under it (a connector's JSONata
+ * evaluation processes, CONTRACT 4.7), plus what its children that ended have used (cutime, cstime),
+ * in milliseconds: the whole job's CPU, wherever it runs.
+ */
+export const treeCpuMs = (pid: number): number => {
+  const parents = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    const f = statOf(Number(name));
+    if (f === undefined) continue;
+    const ppid = Number(f[1]);
+    parents.set(ppid, [...(parents.get(ppid) ?? []), Number(name)]);
+  }
+  let ticks = 0;
+  const own = statOf(pid);
+  if (own !== undefined) ticks += Number(own[13]) + Number(own[14]);
+  const walk = (p: number): void => {
+    const f = statOf(p);
+    if (f !== undefined) ticks += Number(f[11]) + Number(f[12]);
+    for (const c of parents.get(p) ?? []) walk(c);
+  };
+  walk(pid);
+  return ticks * 10;
 };

@@ -1,7 +1,8 @@
 /**
  * `npm run bench [-- scenario …]`: every figure of ours next to a baseline measured in the same
  * run, as a ratio. Scenarios: inbound-10-mappings, inbound-arrays, inbound-callers, inbound-wait-replicas, inbound-https, tracing, interrogation-1m, get-all-100k, get-one, get-all-1m, push-5-webhooks, push-cpu-per-point,
- * push-one-dead-webhook, push-outage-recovery, push-50-filtered. BENCH_SECONDS shortens the load phases (default 10).
+ * push-one-dead-webhook, push-outage-recovery, push-50-filtered, push-formats, push-formats-before (with BENCH_BEFORE_CLI).
+ * BENCH_SECONDS shortens the load phases (default 10).
  */
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
@@ -17,9 +18,10 @@ import { benchMappingsConfig, benchPayload } from './fixtures';
 import { missingMessage, missingPrograms } from '../support/prerequisites';
 import { inboundArrays } from './inboundArrays';
 import { pushFormats } from './pushFormats';
+import { pushFormatsBefore } from './pushBefore';
 import {
   cpuMs, freePort, httpGet, memory, nextMessage, printTable, resetPeak, saveResult, SECONDS, sleep,
-  startConnector, startRedis, startScript, stop, waitReady, type Row,
+  startConnector, startRedis, startScript, stop, treeCpuMs, waitReady, type Row,
 } from './lib';
 
 export type Redises = { port: number; client: Redis };
@@ -339,6 +341,8 @@ export interface PushShape {
   /** The connector's environment (tracing) and whether the producer writes `traceparent` fields. */
   readonly env?: Record<string, string>;
   readonly traced?: boolean;
+  /** push-formats: the bare pipeline's format (`bench/pushBare.ts`), and its JSONata expression. */
+  readonly bare?: { readonly format: string; readonly expression?: string };
 }
 const FIVE: PushShape = { webhooks: 5, filtered: false };
 const IOAS = 10000;
@@ -352,8 +356,8 @@ const wantedOf = (k: number, n: number, produced: number): number => {
   return full + Math.max(0, Math.min(rest - lo, width));
 };
 
-/** One push run at a fixed rate: ours (the outbound connector) or the bare loop. */
-export const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number, deadFirst: boolean, shape: PushShape = FIVE): Promise<PushFigures> => {
+/** One push run at a fixed rate: ours (the outbound connector), the bare loop, or the bare pipeline of push-formats (`shape.bare`). */
+export const pushRun = async (r: Redises, who: 'ours' | 'baseline' | 'bare' | 'before', rate: number, deadFirst: boolean, shape: PushShape = FIVE): Promise<PushFigures> => {
   await r.client.flushall();
   const ports = await Promise.all(Array.from({ length: shape.webhooks }, () => freePort()));
   const live = deadFirst ? ports.slice(1) : ports;
@@ -362,22 +366,28 @@ export const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number
   const urls = ports.map((p) => `http://127.0.0.1:${p}/hook`);
   let server: ChildProcess;
   let port = 0;
-  if (who === 'ours') {
+  if (who === 'ours' || who === 'before') {
     port = await freePort();
     const webhooks = urls.map((url, k) => ({ url, ...(shape.filtered ? { filter: filterOf(k, shape.webhooks) } : {}), ...(shape.formats?.[k] ?? {}) }));
     await r.client.set('connectors:bench-push:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], webhooks }));
+    // 'before': another build of the connector (BENCH_BEFORE_CLI, push-formats), measured as ours is
     server = startConnector('outbound', {
       Id: 'bench-push', ConnectionStrings__Datastore: `127.0.0.1:${r.port}`, Webhooks__TimeoutMilliseconds: '2000', Webhooks__MaxAttempts: '2', ...shape.env,
-    });
+    }, who === 'before' ? process.env.BENCH_BEFORE_CLI : undefined);
     await waitReady(`http://127.0.0.1:${port}/health/ready`);
     for (let i = 0; i < 100 && (await r.client.exists('process:updates')) === 0; i++) await sleep(50);
+  } else if (who === 'bare') {
+    if (shape.bare === undefined) throw new Error('a bare run needs its format');
+    server = startScript('pushBare.js', [String(r.port), shape.bare.format, ...urls], shape.bare.expression === undefined ? {} : { BARE_JSONATA: shape.bare.expression });
+    await nextMessage(server);
   } else {
     server = startScript('pushBaseline.js', [String(r.port), ...urls]);
     await nextMessage(server);
   }
   await sleep(300);
   const bodyBefore = who === 'ours' ? await bodyTimeOf(port) : {};
-  const cpuBefore = cpuMs(server.pid!);
+  // the whole job's CPU: the process and those under it (a JSONata format's evaluation process)
+  const cpuBefore = treeCpuMs(server.pid!);
   const producer = startScript('producer.js', [String(r.port), String(rate), String(SECONDS)], shape.traced === true ? { PRODUCER_TRACEPARENT: '1' } : {});
   const made = await nextMessage<{ produced: number; seconds: number }>(producer);
   /** What live receiver i should get: everything, or its filter's share. */
@@ -390,7 +400,7 @@ export const pushRun = async (r: Redises, who: 'ours' | 'baseline', rate: number
     if (report.every((x, i) => x.distinct >= want(i))) break;
     await sleep(100);
   }
-  const cpuUsPerPoint = ((cpuMs(server.pid!) - cpuBefore) * 1000) / Math.max(1, made.produced);
+  const cpuUsPerPoint = ((treeCpuMs(server.pid!) - cpuBefore) * 1000) / Math.max(1, made.produced);
   const bodyAfter = who === 'ours' ? await bodyTimeOf(port) : undefined;
   await stop(server);
   await stop(receivers);
@@ -807,7 +817,8 @@ const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'get-one': getOne,
   'push-5-webhooks': push,
   'push-cpu-per-point': pushCpu,
-  'push-formats': (r) => pushFormats((rate, shape) => pushRun(r, 'ours', rate, false, shape), (who, f) => pushRow(who, f)),
+  'push-formats': (r) => pushFormats((who, rate, shape) => pushRun(r, who, rate, false, shape), (who, f) => pushRow(who, f)),
+  'push-formats-before': (r) => pushFormatsBefore(r),
   'push-one-dead-webhook': pushDead,
   'push-outage-recovery': pushOutage,
   'push-50-filtered': pushFiltered,

@@ -36,9 +36,12 @@
  * would hold applying requests as they arrive is reported (`arrivalOrderMismatches`), not judged:
  * retries and a killed replica's claimed entries arrive after newer ones by design (CONTRACT 4.2,
  * 4.6 "retries aside").
- * Two more receivers get the same points in other bodies (CONTRACT 4.7): "ndjson" (a point a
- * line) and "influx-line" (line protocol, parsed back: tags casdu and ioa, fields value and seq),
- * held to the same checks as the healthy one but the SIGKILL rule.
+ * Three more receivers get the same points in other bodies (CONTRACT 4.7): "ndjson" (a point a
+ * line), "influx-line" (line protocol, parsed back: tags casdu and ioa, fields value and seq) and
+ * "jsonata" (an expression reshaping each batch, slow: about 300 ms for a batch whose first point's
+ * seq ends in 0, about one batch in ten — every batch that slow would be 3 s of CPU a second at this
+ * rate —, a few ms for the others; evaluated in the connector's evaluation process), held to the
+ * same checks as the healthy one but the SIGKILL rule.
  * Exit status 0 when lost, duplicates after de-duplication, ids with two contents and points
  * outside a filter are 0 everywhere, the healthy receiver's raw duplicates all follow a SIGKILL, and the inbound checks
  * hold; 1 otherwise.
@@ -261,8 +264,16 @@ interface Receiver {
   /** Requests of interrogations (first copies), by cause. */
   readonly interrogations: Map<string, number>;
   /** Its webhook's body format (CONTRACT 4.7): the default body when absent. */
-  readonly format?: { readonly type: 'ndjson' } | { readonly type: 'influx-line' };
+  readonly format?: { readonly type: 'ndjson' } | { readonly type: 'influx-line' } | { readonly type: 'jsonata'; readonly expression: string };
 }
+
+/**
+ * The jsonata receiver's expression: the points reshaped (the fields the checks read), and for a
+ * batch whose first point's seq ends in 0 about 300 ms of evaluation (250,000 steps of `$sum`).
+ * Deterministic: a batch sent again renders the same bytes.
+ */
+const SLOW_JSONATA =
+  '($slow := datapoints[0].seq % 10 = 0 ? $sum([1..250000].($ * 2)) : 0; { "datapoints": [datapoints.{ "casdu": casdu, "ioa": ioa, "value": value, "seq": seq }], "cause": cause, "slow": $slow })';
 
 type Point = { seq?: number; casdu?: number; ioa?: number; value?: number };
 const INFLUX_TAG = /[,](casdu|ioa)=([0-9]+)/g;
@@ -886,6 +897,7 @@ const run = async (): Promise<number> => {
     // CONTRACT 4.7: the same points in other bodies, parsed back by the receiver
     await startReceiver('ndjson', () => 0, undefined, undefined, { type: 'ndjson' }),
     await startReceiver('influx-line', () => 0, undefined, undefined, { type: 'influx-line' }),
+    await startReceiver('jsonata', () => 0, undefined, undefined, { type: 'jsonata', expression: SLOW_JSONATA }),
   ];
   const late = receivers[4]!;
   const flappingPort = Number(new URL(receivers[1]!.url).port);

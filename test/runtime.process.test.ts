@@ -84,6 +84,26 @@ describe('startup errors: exit 2 with one line on stderr', () => {
     expect(r.stderr).toContain(`'${value}'`);
   });
 
+  it('CONTRACT 1: a misspelt parameter names itself and the nearest one, for the connectors and the operator commands alike; the other connector\'s is accepted', async () => {
+    for (const kind of ['outbound', 'inbound']) {
+      const r = await runCli([kind], { ...envFor('x'), Webhooks__CircuitBreakerThreshold: '2' });
+      expect([kind, r.code, r.stderr.trim()]).toEqual([kind, 2, 'Webhooks__CircuitBreakerThreshold is not a startup parameter: did you mean Webhooks:CircuitFailureThreshold?']);
+    }
+    const ops = [['config', 'validate', file('spelt.json', {})], ['deadletter', 'list', '--id', 'x'], ['config', 'get', '--id', 'x']];
+    for (const args of ops) {
+      const r = await runCli(args, { ConnectionStrings__Datastore: redis.url, Datastore__ConectionRetrySeconds: '1' });
+      expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 2, expect.stringContaining('Datastore__ConectionRetrySeconds is not a startup parameter: did you mean Datastore:ConnectionRetrySeconds?')]);
+    }
+    // Http:MaxBatchItems is the inbound connector's: an outbound one given it starts
+    await client.set('connectors:both:config', JSON.stringify({ hostUrls: ['http://127.0.0.1:0'] }));
+    const c = new Connector('outbound', { ...envFor('both'), Http__MaxBatchItems: '5' });
+    try {
+      await c.waitForLog((l) => l.msg === 'outbound connector listening');
+    } finally {
+      expect(await c.stop()).toBe(0);
+    }
+  });
+
   it('a connection string that does not parse', async () => {
     const r = await runCli(['inbound'], { ...envFor('x'), ConnectionStrings__Datastore: 'h:1,bogus=1' });
     expect(r.code).toBe(2);

@@ -126,10 +126,11 @@ const scripted = (
 type LaneOver = Partial<DeliverySettings> & {
   readonly index?: number; readonly webhook?: Webhook; readonly backlog?: LaneBacklog; readonly observer?: LaneObserver; readonly disabled?: DisabledMark;
   readonly render?: LaneOptions['render'];
+  readonly format?: LaneOptions['format'];
 };
 const lane = (ts: TestScheduler, post: PostBatch, over: LaneOver = {}, deadLettered: string[] = []) => {
   const mem = memoryBacklog();
-  const { index = 0, webhook = hook('http://a/'), backlog, observer = quiet, disabled, render, ...settings } = over;
+  const { index = 0, webhook = hook('http://a/'), backlog, observer = quiet, disabled, render, format, ...settings } = over;
   const subscription: WebhookSubscription = {
     index, webhook, key: webhookKey(index, webhook.url), host: new URL(webhook.url).host, files: {},
     settings: { maxAttempts: 5, maxInFlight: 4, queueCap: 1000, circuitThreshold: 1000, probeIntervalMs: 1000, autoRedrive: false, timeoutMs: 1000, ...settings },
@@ -148,6 +149,7 @@ const lane = (ts: TestScheduler, post: PostBatch, over: LaneOver = {}, deadLette
     observer,
     ...(disabled !== undefined ? { disabled } : {}),
     ...(render !== undefined ? { render } : {}),
+    ...(format !== undefined ? { format } : {}),
     scheduler: ts,
   });
 };
@@ -325,6 +327,24 @@ describe('webhook lane: circuit, probes and redrive (CONTRACT 4.4)', () => {
     expect(rendered).toEqual(['1-0', '2-0', '3-0', '4-0']);
     expect(mem.log).toEqual(['1-0:exhausted:HTTP 500 after 1 attempts:1@5', '2-0:circuit:circuit open:0@10', '3-0:refused:format: no:0@20']);
     expect(mem.entries.map((e) => e.body)).toEqual(['{"datapoints":[{"v":"1-0"}],"as":"ndjson"}', '{"datapoints":[{"v":"2-0"}],"as":"ndjson"}', '{"datapoints":[{"v":"3-0"}]}']);
+  });
+
+  it('CONTRACT 4.7: a batch entering the backlog unsent while a queue\'s worth of batches wait for the expression is refused, not held in memory without bound', () => {
+    const ts = newScheduler();
+    const mem = memoryBacklog(ts);
+    let waiting = 3;
+    const format = { type: 'jsonata' as const, output: 'json' as const, contentType: 'application/json', maxBodyBytes: 1 << 20, evaluator: { evaluate: () => Promise.reject(new Error('not here')), waiting: () => waiting, close: () => undefined } };
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, () => fail);
+      const render = (_f: unknown, b: Batch) => cold<Prepared>('(p|)', { p: { kind: 'body', body: { bytes: Buffer.from(`{"datapoints":[{"v":"${b.ids.join('')}"}],"as":"j"}`), contentType: 'application/json' }, skipped: 0 } });
+      ts.schedule(() => (waiting = 2), 15);
+      const src = cold<Batch>('a 9ms b 9ms c', { a: batchOf('1-0'), b: batchOf('2-0'), c: batchOf('3-0') });
+      const out = src.pipe(lane(ts, post(hookA), { maxAttempts: 1, circuitThreshold: 1, queueCap: 3, backlog: mem.backlog, format, render }), mapOutcome());
+      expectObservable(out, '^ 500ms !').toBe('5ms x 4ms y 9ms z', { x: '1-0:deadlettered', y: '2-0:deadlettered', z: '3-0:deadlettered' });
+    });
+    // the first sent and failed; the second came while 3 waited (refused, default body); the third after one ended (rendered)
+    expect(mem.log).toEqual(['1-0:exhausted:HTTP 500 after 1 attempts:1@5', '2-0:refused:format: 3 batches wait for this expression\'s evaluation (its queue is full):0@10', '3-0:circuit:circuit open:0@20']);
+    expect(mem.entries.map((e) => e.body)).toEqual(['{"datapoints":[{"v":"1-0"}],"as":"j"}', '{"datapoints":[{"v":"2-0"}]}', '{"datapoints":[{"v":"3-0"}],"as":"j"}']);
   });
 
   it('a probe answered 2xx closes the circuit; the backlog is redriven oldest first; new batches go out live once it is empty', () => {

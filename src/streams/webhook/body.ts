@@ -139,9 +139,17 @@ const datapointsOf = (content: Content, cause: Cause | undefined, alloc: (length
 const sized = (format: BodyFormat, batch: Batch, p: Prepared): Prepared =>
   p.kind === 'body' && batch.content.kind !== 'stored' && p.body.bytes.length > format.maxBodyBytes ? { kind: 'failed', error: tooLong(p.body.bytes.length) } : p;
 
-/** The length of a text batch's default body, or undefined for a batch of another kind (CONTRACT 4.7 "Size", before the body is made). */
-export const defaultBodyLength = (batch: Batch): number | undefined =>
-  batch.content.kind === 'text' ? START.length + Buffer.byteLength(batch.content.points, 'utf8') + ENDS[batch.cause ?? 'live'].length : undefined;
+const lengths = new WeakMap<Batch, number>();
+/**
+ * The length of a text batch's default body, or undefined for a batch of another kind (CONTRACT 4.7
+ * "Size", before the body is made): counted once per batch, however many webhooks ask.
+ */
+export const defaultBodyLength = (batch: Batch): number | undefined => {
+  if (batch.content.kind !== 'text') return undefined;
+  let n = lengths.get(batch);
+  if (n === undefined) lengths.set(batch, (n = START.length + Buffer.byteLength(batch.content.points, 'utf8') + ENDS[batch.cause ?? 'live'].length));
+  return n;
+};
 
 const prepare = async (format: BodyFormat, batch: Batch, alloc: (length: number) => Buffer): Promise<Prepared> => sized(format, batch, await prepareAny(format, batch, alloc));
 

@@ -1,6 +1,6 @@
 import type { FormatSettings, Precision } from '../../config/formatSettings';
 import { jsonataProcess, type JsonataEvaluator } from './jsonataProcess';
-import { pointLine } from './lineProtocol';
+import { pointLine, timestampMs } from './lineProtocol';
 
 /**
  * The formats of CONTRACT 4.7 other than the default body, as `body.ts` uses them: each from a
@@ -90,8 +90,10 @@ export const influxLines = (f: Extract<BodyFormat, { type: 'influx-line' }>, poi
   let text = '';
   let skipped = 0;
   for (let i = 0; i < points.length; i++) {
+    const point = points[i]!;
+    // the entry's time only for a point without a readable timestamp of its own (read once more: the last one read is kept)
     // Stryker disable next-line StringLiteral: a batch has an ID for every point
-    const line = pointLine(points[i]!, f, ids === undefined ? undefined : entryMs(ids[i] ?? ''));
+    const line = pointLine(point, f, ids === undefined || timestampMs(point.timestamp) !== undefined ? undefined : entryMs(ids[i] ?? ''));
     if (line === undefined) skipped++;
     else text += line;
   }

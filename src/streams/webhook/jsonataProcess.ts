@@ -37,6 +37,8 @@ export interface Evaluated {
 export interface JsonataEvaluator {
   /** The evaluation of the default body's text `input`; never rejects. */
   evaluate(input: string): Promise<Evaluated>;
+  /** Evaluations asked for and not ended (the one under way included). */
+  waiting(): number;
   /** Ends the process now; what waits fails. */
   close(): void;
 }
@@ -213,6 +215,7 @@ export const jsonataProcess = (init: JsonataProcessInit, o: JsonataProcessOption
             queue.push({ input, done });
             next();
           }),
+    waiting: () => queue.length + (current === undefined ? 0 : 1),
     close: () => {
       closed = true;
       clearTimeout(idle);

@@ -41,6 +41,8 @@ export interface LaneOptions {
   readonly interrogations?: Observable<Interrogation>;
   /** What a batch comes to in the webhook's format (`prepareBody`, CONTRACT 4.7); marble tests pass cold observables. */
   readonly render?: (format: BodyFormat, batch: Batch) => Observable<Prepared>;
+  /** The webhook's format, when not `formatOf` its settings (tests: a JSONata format whose evaluator is a fake). */
+  readonly format?: BodyFormat;
 }
 
 /**
@@ -57,7 +59,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
   defer(() => {
     const { settings, index } = o.subscription;
     const scheduler = o.scheduler ?? asyncScheduler;
-    const format = formatOf(o.subscription.webhook, settings.maxBodyBytes);
+    const format = o.format ?? formatOf(o.subscription.webhook, settings.maxBodyBytes);
     const render = o.render ?? ((f: BodyFormat, b: Batch) => defer(() => prepareBody(f, b)));
     let state = L.initialLaneState(settings, o.initiallyDisabled === true);
     /** Tells the redrive the backlog may have work (`redrive.ts`); `done$`: the lane's batches and interrogations are over. */
@@ -160,7 +162,12 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
      * cannot be rendered.
      */
     const unsent$ = (batch: Batch, reason: BacklogReason, error: string, sender?: RunSender): Observable<LaneResult> =>
-      ready$(batch).pipe(mergeMap((r) => {
+      // an expression slower than its batches come: past a queue's worth of waiting evaluations the
+      // batch is refused rather than held in memory without bound (counted and logged as any)
+      (format.type === 'jsonata' && (batch.content.kind === 'text' || batch.content.kind === 'bytes') && format.evaluator.waiting() >= settings.queueCap
+        ? of<Ready>({ kind: 'failed', error: `${format.evaluator.waiting()} batches wait for this expression's evaluation (its queue is full)` })
+        : ready$(batch)
+      ).pipe(mergeMap((r) => {
         switch (r.kind) {
           case 'send': return toBacklog$(r.batch, reason, error, 0, sender);
           case 'nothing': return of(nothingToSend(batch, false));

@@ -1,5 +1,5 @@
 import type { Precision } from '../../config/formatSettings';
-import { escapeKey, extraFieldKey } from '../../config/lineKeys';
+import { escapeKey, NOT_EXTRA } from '../../config/lineKeys';
 
 export { escapeKey } from '../../config/lineKeys';
 
@@ -40,11 +40,18 @@ export const timeIn = (ms: number, precision: Precision): string => {
   }
 };
 
+/** The last timestamp read, and its time: the points of a batch mostly share a few (one poll cycle's). */
+let lastText: string | undefined;
+let lastMs: number | undefined;
+
 /** A point's `timestamp` to the millisecond; undefined when it has none or it does not parse. */
-const timestampMs = (t: unknown): number | undefined => {
+export const timestampMs = (t: unknown): number | undefined => {
   if (typeof t !== 'string') return undefined;
+  if (t === lastText) return lastMs;
   const ms = Date.parse(t);
-  return Number.isFinite(ms) ? Math.trunc(ms) : undefined;
+  lastText = t;
+  lastMs = Number.isFinite(ms) ? Math.trunc(ms) : undefined;
+  return lastMs;
 };
 
 export interface LineOptions {
@@ -93,10 +100,17 @@ export const pointLine = (point: Readonly<Record<string, unknown>>, o: LineOptio
     }
   } else {
     for (const key in point) {
-      const k = extraFieldKey(key);
-      if (k === undefined) continue;
-      const text = fieldText(point[key]);
-      if (text !== undefined) fields += `,${k}=${text}`;
+      if (NOT_EXTRA.has(key)) continue;
+      const x = point[key];
+      let text: string;
+      if (typeof x === 'number') text = String(x);
+      else if (typeof x === 'boolean') text = x ? 'true' : 'false';
+      else if (typeof x === 'string') text = escapeStringField(x);
+      else continue;
+      // `extraFieldKey` inlined (this loop runs for every field of every point): reserved names
+      // are compared again after escaping, so `time\` (its trailing `\` dropped) is left out too
+      const k = escapeKey(key);
+      if (k !== '' && (k === key || !NOT_EXTRA.has(k))) fields += `,${k}=${text}`;
     }
   }
   let line = measurementOf(o.measurement);
