@@ -34,8 +34,8 @@ it('a short seeded chaos run loses nothing and duplicates nothing after de-dupli
   expect(out).toMatch(/faults: sigkill [1-9]\d*, sigterm [1-9]\d*, config [1-9]\d*, redis [1-9]\d*, replica [1-9]\d*, oom [1-9]\d*, partition-redis [1-9]\d*, partition-webhook [1-9]\d*, slow-redis [1-9]\d*/);
   const inbound = (result as unknown as { inbound: { answered200: number; acknowledgedLost: number; partial: number; keysOfTwoPosts: boolean; missing: Record<string, number> } }).inbound;
   expect(inbound.answered200).toBeGreaterThan(100);
-  expect(inbound).toMatchObject({ acknowledgedLost: 0, partial: 0, keysOfTwoPosts: false, missing: { healthy: 0, flapping: 0, slow: 0, ndjson: 0, 'influx-line': 0 } });
-  expect(result.rows.map((r) => r.receiver)).toEqual(['healthy', 'flapping', 'slow', 'filtered', 'late', 'ndjson', 'influx-line']);
+  expect(inbound).toMatchObject({ acknowledgedLost: 0, partial: 0, keysOfTwoPosts: false, missing: { healthy: 0, flapping: 0, slow: 0, ndjson: 0, 'influx-line': 0, jsonata: 0 } });
+  expect(result.rows.map((r) => r.receiver)).toEqual(['healthy', 'flapping', 'slow', 'filtered', 'late', 'ndjson', 'influx-line', 'jsonata']);
   // the late receiver (CONTRACT 4.6): added during the faults with initialState and a 10 s period, it
   // holds the process image exactly at the end (applying by stream position: a killed replica's
   // entries, claimed later, may arrive after newer ones), lost nothing appended after its first request, got interrogations

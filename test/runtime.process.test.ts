@@ -87,7 +87,7 @@ describe('startup errors: exit 2 with one line on stderr', () => {
   it('CONTRACT 1: a misspelt parameter names itself and the nearest one, for the connectors and the operator commands alike; the other connector\'s is accepted', async () => {
     for (const kind of ['outbound', 'inbound']) {
       const r = await runCli([kind], { ...envFor('x'), Webhooks__CircuitBreakerThreshold: '2' });
-      expect([kind, r.code, r.stderr.trim()]).toEqual([kind, 2, 'Webhooks__CircuitBreakerThreshold is not a startup parameter: did you mean Webhooks:CircuitFailureThreshold?']);
+      expect([kind, r.code, r.stderr.trim()]).toEqual([kind, 2, 'rest-connector: Webhooks__CircuitBreakerThreshold is not a startup parameter: did you mean Webhooks:CircuitFailureThreshold?']);
     }
     const ops = [['config', 'validate', file('spelt.json', {})], ['deadletter', 'list', '--id', 'x'], ['config', 'get', '--id', 'x']];
     for (const args of ops) {

@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/Either';
 import { loadWebhookFiles } from '../config/webhookFiles';
 import { configKey } from '../mapping/keys';
-import { readConfigFile, takeOption, usage, withRedis, type Io, type Outcome } from './common';
+import { operatorStartup, readConfigFile, takeOption, usage, withRedis, type Io, type Outcome } from './common';
 import { HELP } from './help';
 
 /** `rest-connector config validate|get|set` (CONTRACT 2): the managed settings, checked and stored. */
@@ -30,6 +30,9 @@ export const configCommand = async (args: string[], io: Io): Promise<Outcome> =>
   if (id === undefined || id.trim() === '') return usage(io, '--id ID is required', help);
   if (sub === 'get') {
     if (args.length !== 0) return usage(io, `unexpected argument '${args[0]}'`, help);
+    // a misspelt startup parameter stops it as it stops the connectors (CONTRACT 1)
+    const startup = operatorStartup();
+    if (E.isLeft(startup)) return { code: 2, message: startup.left.join('; ') };
     const got = await withRedis((r) => r.get(configKey(id)));
     if (E.isLeft(got)) return { code: 1, message: got.left };
     if (got.right === null) return { code: 1, message: `${configKey(id)} is not set` };

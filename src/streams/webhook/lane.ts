@@ -104,10 +104,8 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
     const ctx: RedriveContext = { o, settings, scheduler, sending, mark, state: () => state, dispatch, disable, attempted, wake$ };
 
     /**
-     * Invariant 8: the batch is dead-lettered once its entry is written (the append retries until it
-     * is), with the body it carries (`ready$`: its rendering for this webhook, or its default body
-     * when it has no other). An interrogation run's request gets its body from the run's sender
-     * first (one that cannot give it fails the run, which is begun again).
+     * Invariant 8: dead-lettered once its entry is written (the append retries until it is), with the
+     * body it carries (`ready$`); an interrogation's request gets it from its run's sender first.
      */
     const toBacklog$ = (batch: Batch, reason: BacklogReason, error: string, attempts: number, sender?: RunSender, body: (b: Batch) => Body = requestBody): Observable<LaneResult> =>
       (sender === undefined ? of(batch) : sender.withBody(batch)).pipe(
@@ -148,7 +146,7 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
       }));
     };
 
-    /** A batch with nothing to send for this webhook: delivered (CONTRACT 4.7), live or not. */
+    /** Nothing to send for this webhook: delivered (CONTRACT 4.7), live or not. */
     const nothingToSend = (batch: Batch, live: boolean): LaneResult => {
       if (live) dispatch({ kind: 'delivered' });
       o.observer.finished(batch, 'delivered', 0);
@@ -156,10 +154,8 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
     };
 
     /**
-     * A batch that goes to the backlog without an attempt (circuit, overflow, disabled, behind older
-     * backlog), rendered first as any batch is (CONTRACT 4.7): the entry keeps the body its webhook
-     * takes, or the batch counts as delivered when it has nothing to send, or it is refused when it
-     * cannot be rendered.
+     * To the backlog without an attempt (circuit, overflow, disabled, behind older backlog), rendered
+     * first (CONTRACT 4.7): the entry keeps the body its webhook takes; nothing to send is delivered.
      */
     const unsent$ = (batch: Batch, reason: BacklogReason, error: string, sender?: RunSender): Observable<LaneResult> =>
       // an expression slower than its batches come: past a queue's worth of waiting evaluations the
