@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { jsonataProcess, LIMIT_ERROR, MEMORY_ERROR, type Evaluated, type JsonataEvaluator } from '../src/streams/webhook/jsonataProcess';
 
 /**
@@ -80,3 +81,19 @@ it('a process that cannot start fails the batch waiting for it, and the next one
   expect((await Promise.all(waiting)).map(text)).toEqual(['failed: the evaluation process is closed', 'failed: the evaluation process is closed']);
   expect(text(await c.evaluate(input))).toBe('failed: the evaluation process is closed');
 }, 30000);
+
+it('an evaluation process offers itself first to the kernel\'s out-of-memory killer (oom_score_adj 1000), never the connector', async () => {
+  const e = evaluator('{"n": $count(datapoints)}');
+  expect(text(await e.evaluate(input))).toBe('{"n":2}');
+  const children = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+      return Number(stat[1]) === process.pid && readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('jsonataProcessMain');
+    } catch {
+      return false;
+    }
+  });
+  expect(children.length).toBeGreaterThan(0);
+  for (const pid of children) expect(readFileSync(`/proc/${pid}/oom_score_adj`, 'utf8').trim()).toBe('1000');
+  expect(readFileSync('/proc/self/oom_score_adj', 'utf8').trim()).not.toBe('1000');
+});

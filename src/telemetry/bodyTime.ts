@@ -2,11 +2,11 @@ import { performance } from 'node:perf_hooks';
 import { isMainThread } from 'node:worker_threads';
 
 /**
- * The time the main thread spends making webhook request bodies (CONTRACT 4.7), by kind of work:
- * each format's rendering and gzip. It is synchronous work: the event loop is held meanwhile, so
+ * The time spent making webhook request bodies (CONTRACT 4.7), by kind of work: each format's
+ * rendering and gzip on the main thread — synchronous work: the event loop is held meanwhile, so
  * this is the thread's time, which a process-wide CPU clock would overstate (V8's concurrent
- * collector runs on other threads at the same time). A JSONata evaluation's turns given to other
- * work (`formats.ts`) are taken out with `parked`. `webhook_body_seconds_total{work}` exports it,
+ * collector runs on other threads at the same time) — and a JSONata evaluation's time as its
+ * evaluation process measured it (`jsonataProcess.ts`). `webhook_body_seconds_total{work}` exports it,
  * so that an operator sees what a JSONata expression or compression costs, and `npm run bench`
  * (push-formats) sees what a format adds where it is spent rather than as a small difference of two
  * noisy process totals. Counted on the main thread only: the interrogation thread's bodies are

@@ -34,7 +34,7 @@ const formats = new Map<string, BodyFormat>();
 /**
  * The webhook's format (CONTRACT 4.7): one object for every webhook whose format renders the same
  * bytes (the same type, measurement and precision, or the same expression and output), so that
- * they share each batch's rendering; a JSONata expression given one thread. `maxBodyBytes`:
+ * they share each batch's rendering; a JSONata expression given one evaluation process. `maxBodyBytes`:
  * `Webhooks:MaxBodyBytes` (CONTRACT 4.7 "Size").
  */
 export const formatOf = (w: Webhook, maxBodyBytes = DEFAULT_MAX_BODY_BYTES): BodyFormat => {

@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { compileJsonata, evaluateBody } from './jsonataEval';
 import type { FromJsonataProcess, JsonataProcessInit, ToJsonataProcess } from './jsonataProcess';
@@ -7,6 +8,13 @@ import type { FromJsonataProcess, JsonataProcessInit, ToJsonataProcess } from '.
  * connector asks, and answers with the body's bytes and the time the evaluation took. It has no
  * limits of its own: the connector ends it at 1 s, V8 at its heap's (`--max-old-space-size`).
  */
+// Should the container's memory run out, the kernel ends this process first, never the connector
+// (Linux: any process may raise its own score; elsewhere, or where /proc is not there, nothing changes)
+try {
+  writeFileSync('/proc/self/oom_score_adj', '1000');
+} catch {
+  // not Linux, or no /proc
+}
 const send = (m: FromJsonataProcess): void => {
   process.send?.(m);
 };
