@@ -95,6 +95,22 @@ const expectAllArrived = async (id: string, hooks: Awaited<ReturnType<typeof web
 
 const FAST_CIRCUIT = { Webhooks__MaxAttempts: '2', Webhooks__ProbeIntervalSeconds: '0.3' };
 
+/**
+ * Appends two points at a time until every webhook shows `state`, then until the backlog holds an
+ * entry of `reason` without an attempt for every webhook: the fault took effect while batches came.
+ * Returns how many points were appended.
+ */
+const produceUntilUnsent = async (id: string, base: string, state: string, reason: string): Promise<number> => {
+  let n = 0;
+  const more = async () => (await produce(n, 2), (n += 2));
+  await keepProducingUntil(more, async () => (await webhookStates(base)).every((w) => w.state === state), `every webhook ${state}`);
+  await keepProducingUntil(more, async () => {
+    const unsent = (await backlogEntries(r.client, id)).filter((e) => e.reason === reason && e.attempts === '0');
+    return FORMATS.every((_, i) => unsent.some((e) => e.webhook === String(i)));
+  }, `unsent ${reason} entries of every webhook`);
+  return n;
+};
+
 it('exhausted: redriven in each format', async () => {
   let mode: Mode = 'down';
   const { hooks, webhooks } = await webhooksOf(() => mode);
@@ -110,13 +126,7 @@ it('circuit: batches sent there unsent while the circuit is open, redriven in ea
   let mode: Mode = 'down';
   const { hooks, webhooks } = await webhooksOf(() => mode);
   const { base } = await outbound('bc', webhooks, { ...FAST_CIRCUIT, Webhooks__CircuitFailureThreshold: '1' });
-  let n = 0;
-  const more = async () => (await produce(n, 2), (n += 2));
-  await keepProducingUntil(more, async () => (await webhookStates(base)).every((w) => w.state === 'open'), 'every circuit open');
-  await keepProducingUntil(more, async () => {
-    const unsent = (await backlogEntries(r.client, 'bc')).filter((e) => e.reason === 'circuit' && e.attempts === '0');
-    return FORMATS.every((_, i) => unsent.some((e) => e.webhook === String(i)));
-  }, 'unsent circuit entries of every webhook');
+  const n = await produceUntilUnsent('bc', base, 'open', 'circuit');
   const entries = await expectEntries('bc', 'circuit');
   mode = 'ok';
   await expectAllArrived('bc', hooks, n, entries);
@@ -141,13 +151,7 @@ it('disabled: 410 Gone, then every batch to the backlog unsent; enabled by a con
   let mode: Mode = 'gone';
   const { hooks, webhooks } = await webhooksOf(() => mode);
   const { base, c } = await outbound('bd', webhooks, FAST_CIRCUIT);
-  let n = 0;
-  const more = async () => (await produce(n, 2), (n += 2));
-  await keepProducingUntil(more, async () => (await webhookStates(base)).every((w) => w.state === 'disabled'), 'every webhook disabled');
-  await keepProducingUntil(more, async () => {
-    const unsent = (await backlogEntries(r.client, 'bd')).filter((e) => e.reason === 'disabled' && e.attempts === '0');
-    return FORMATS.every((_, i) => unsent.some((e) => e.webhook === String(i)));
-  }, 'unsent disabled entries of every webhook');
+  const n = await produceUntilUnsent('bd', base, 'disabled', 'disabled');
   const entries = await expectEntries('bd', 'disabled');
   mode = 'ok';
   // the configuration changes (a header added; the connector restarts on a change): every webhook enabled again, its backlog redriven

@@ -263,3 +263,23 @@ describe('formats (CONTRACT 4.7)', () => {
     expect(invalid.stderr).toContain('webhooks[0].format.expression: does not compile');
   });
 });
+
+it('any number of formats: 300 influx-line webhooks, each its own measurement (more formats than the format cache keeps), each gets its lines', async () => {
+  const hook = await receiver();
+  const webhooks = Array.from({ length: 300 }, (_, k) => ({ url: `${hook.url}?w=${k}`, format: { type: 'influx-line', measurement: `m${k}` } }));
+  await outbound('many', webhooks);
+  await produce(0, 3);
+  await eventually(async () => (new Set(hook.delivered().map((q) => q.body.split(',')[0])).size === 300 && (await pendingCount(r.client, 'many')) === 0 ? true : undefined), 60000, 'every webhook\'s lines');
+  // each request is the lines of its own webhook's measurement, and nothing was refused
+  const byMeasurement = new Map<string, number[]>();
+  for (const q of hook.delivered()) {
+    for (const l of q.body.slice(0, -1).split('\n')) {
+      const m = /^(m\d+),casdu=1,ioa=(\d+),/.exec(l);
+      if (m === null) throw new Error(`not line protocol: ${l}`);
+      byMeasurement.set(m[1]!, [...(byMeasurement.get(m[1]!) ?? []), Number(m[2])]);
+    }
+  }
+  expect([...byMeasurement.keys()].sort()).toEqual(webhooks.map((_, k) => `m${k}`).sort());
+  for (const seqs of byMeasurement.values()) expect([...new Set(seqs)].sort((a, b) => a - b)).toEqual(range(0, 3));
+  expect(await r.client.exists('connectors:many:deadletter')).toBe(0);
+}, 90000);

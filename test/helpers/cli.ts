@@ -85,3 +85,12 @@ export const eventually = async <A>(fn: () => Promise<A | undefined> | A | undef
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
 };
+
+/** SIGKILLs a server process the tests started, once it has not exited already; resolves once it has. */
+export const killed = async (p: ChildProcess | undefined): Promise<void> => {
+  if (p === undefined || p.exitCode !== null) return;
+  await new Promise<void>((resolve) => {
+    p.once('exit', () => resolve());
+    p.kill('SIGKILL');
+  });
+};

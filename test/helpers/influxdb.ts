@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../support/freePort';
+import { killed } from './cli';
 
 /**
  * A private InfluxDB 1.x (Debian's `influxdb` package) on loopback ports, with its own data
@@ -45,12 +46,7 @@ export class InfluxDb {
 
   /** SIGKILL: what is written stays in its WAL. */
   async kill(): Promise<void> {
-    const p = this.p;
-    if (p === undefined || p.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      p.once('exit', () => resolve());
-      p.kill('SIGKILL');
-    });
+    await killed(this.p);
   }
 
   /** An InfluxQL statement; the first series' rows as objects (times as epoch milliseconds). */

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../support/freePort';
+import { killed } from './cli';
 
 /** One series as VictoriaMetrics' export API gives it. */
 export interface Series {
@@ -67,12 +68,7 @@ export class VictoriaMetrics {
 
   /** SIGKILL. */
   async kill(): Promise<void> {
-    const p = this.p;
-    if (p === undefined || p.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      p.once('exit', () => resolve());
-      p.kill('SIGKILL');
-    });
+    await killed(this.p);
   }
 
   /** Every series whose name matches the regular expression, as stored (after a flush of what it buffers). */
