@@ -1,6 +1,6 @@
 import { toBatch } from '../src/streams/read/batches';
 import { backlogBatch } from '../src/streams/webhook/backlogEntry';
-import { bodyText, DATAPOINTS, defaultBody, formatOf, prepareBody, requestBody, storedPoints, withBody, type Body, type BodyFormat } from '../src/streams/webhook/body';
+import { bodyText, DATAPOINTS, defaultBody, defaultBodyOver, formatOf, prepareBody, requestBody, storedPoints, withBody, type Body, type BodyFormat } from '../src/streams/webhook/body';
 import { interrogationBatch, interrogationRequest } from '../src/streams/webhook/interrogation';
 
 /** The one body module (src/streams/webhook/body.ts): what every sender's body is made from, and made once per batch and format. */
@@ -133,4 +133,13 @@ describe('a webhook\'s format (CONTRACT 4.7), what each renders, and what is kep
     expect([storedPoints('{"datapoints":[1,2]}'), storedPoints('null'), storedPoints('{"datapoints":[1]}', 'text/plain')]).toEqual([2, 0, 1]);
     expect([storedPoints('\na\n', 'application/x-ndjson; charset=utf-8'), storedPoints('a\nb\nc\n', 'text/plain; charset=utf-8'), storedPoints('a\nb\n', 'application/xml')]).toEqual([2, 3, 0]);
   });
+});
+
+it('CONTRACT 4.7 "Size": a text batch\'s default body over the limit is told by its length before it is made, counted only near the limit', () => {
+  const b = live();
+  const n = requestBody(b).bytes.length;
+  // "é" is 2 bytes: counted, not guessed from the characters
+  expect([defaultBodyOver(b, n), defaultBodyOver(b, n - 1), defaultBodyOver(b, 10 * n)]).toEqual([undefined, n, undefined]);
+  expect(defaultBodyOver({ ...b, cause: 'resend' }, n)).toBe(n + ',"cause":"resend"'.length);
+  expect(defaultBodyOver(backlogBatch({ id: '9-0', webhookId: '1-0_1-1', body: 'x'.repeat(100), contentType: 'text/plain', traces: '' }), 1)).toBeUndefined();
 });

@@ -194,6 +194,20 @@ describe('webhook lane', () => {
     expect(dead).toEqual(['a:format: the expression ran longer than 1000 ms:0']);
   });
 
+  it('CONTRACT 4.7 "Size": a default body longer than Webhooks:MaxBodyBytes is refused at once, never sent; a shorter one goes out', () => {
+    const ts = newScheduler();
+    const dead: string[] = [];
+    ts.run(({ cold, expectObservable }) => {
+      const hookA = scripted(ts, () => ok);
+      const long = toBatch(['a', 'b', 'c'].map(entry));
+      const out = cold<Batch>('a 9ms b|', { a: long, b: batchOf('d') }).pipe(lane(ts, hookA.post, { maxBodyBytes: 40 }, dead), mapOutcome());
+      expectObservable(out).toBe('x 14ms (y|)', { x: 'abc:deadlettered', y: 'd:delivered' });
+      ts.flush();
+      expect(hookA.attempts.map((a) => a.batch)).toEqual(['d']);
+    });
+    expect(dead).toEqual(['abc:format: body of 46 bytes exceeds Webhooks:MaxBodyBytes:0']);
+  });
+
   it('gives up after MaxAttempts and dead-letters, logging the attempts', () => {
     const ts = newScheduler();
     const dead: string[] = [];

@@ -139,16 +139,18 @@ const datapointsOf = (content: Content, cause: Cause | undefined, alloc: (length
 const sized = (format: BodyFormat, batch: Batch, p: Prepared): Prepared =>
   p.kind === 'body' && batch.content.kind !== 'stored' && p.body.bytes.length > format.maxBodyBytes ? { kind: 'failed', error: tooLong(p.body.bytes.length) } : p;
 
-const lengths = new WeakMap<Batch, number>();
 /**
- * The length of a text batch's default body, or undefined for a batch of another kind (CONTRACT 4.7
- * "Size", before the body is made): counted once per batch, however many webhooks ask.
+ * The length of a text batch's default body when it is longer than `max`, else undefined (CONTRACT
+ * 4.7 "Size", known before the body is made). A UTF-8 character takes at most 3 bytes per UTF-16
+ * unit, so a batch whose text is short enough is within the limit without counting its bytes: the
+ * count (a scan of the whole text) is made only near the limit.
  */
-export const defaultBodyLength = (batch: Batch): number | undefined => {
+export const defaultBodyOver = (batch: Batch, max: number): number | undefined => {
   if (batch.content.kind !== 'text') return undefined;
-  let n = lengths.get(batch);
-  if (n === undefined) lengths.set(batch, (n = START.length + Buffer.byteLength(batch.content.points, 'utf8') + ENDS[batch.cause ?? 'live'].length));
-  return n;
+  const frame = START.length + ENDS[batch.cause ?? 'live'].length;
+  if (frame + 3 * batch.content.points.length <= max) return undefined;
+  const n = frame + Buffer.byteLength(batch.content.points, 'utf8');
+  return n > max ? n : undefined;
 };
 
 const prepare = async (format: BodyFormat, batch: Batch, alloc: (length: number) => Buffer): Promise<Prepared> => sized(format, batch, await prepareAny(format, batch, alloc));

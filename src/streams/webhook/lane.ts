@@ -5,7 +5,7 @@ import {
 import type { Batch } from '../read/batches';
 import type { LaneBacklog } from './backlog';
 import type { BacklogReason } from './backlogEntry';
-import { defaultBody, defaultBodyLength, formatOf, prepareBody, requestBody, withBody, type Body, type BodyFormat, type Prepared } from './body';
+import { defaultBody, defaultBodyOver, formatOf, prepareBody, requestBody, withBody, type Body, type BodyFormat, type Prepared } from './body';
 import { tooLong } from './jsonataEval';
 import { memoryDisabledMark, type DisabledMark } from './disabledMarks';
 import * as L from './laneState';
@@ -137,8 +137,8 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
       }
       if (format.type === 'datapoints' || content.kind === 'stored') {
         // the default body is made as its request goes out: its size (CONTRACT 4.7 "Size") is known before
-        const length = format.type === 'datapoints' ? defaultBodyLength(batch) : undefined;
-        return of(length !== undefined && length > format.maxBodyBytes ? { kind: 'failed', error: tooLong(length) } : { kind: 'send', batch });
+        const over = format.type === 'datapoints' ? defaultBodyOver(batch, format.maxBodyBytes) : undefined;
+        return of(over !== undefined ? { kind: 'failed', error: tooLong(over) } : { kind: 'send', batch });
       }
       return render(format, batch).pipe(map((p: Prepared): Ready => {
         if (p.kind !== 'failed' && p.skipped > 0) o.observer.pointsSkipped?.(p.skipped);
