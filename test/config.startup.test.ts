@@ -22,7 +22,7 @@ describe('startup parameters', () => {
           stopTimeoutMilliseconds: 8000, circuitFailureThreshold: 3, probeIntervalSeconds: 5, autoRedrive: true, deadLetterMaxLength: 100000, allowedNetworks: [],
           maxBodyBytes: 16777216,
         },
-        http: { maxBodyBytes: 1048576, maxBatchItems: 1000, maxConnections: 1024, headersTimeoutMilliseconds: 10000, requestTimeoutMilliseconds: 30000, maxBodyBytesInFlight: 67108864, idempotencyTtlSeconds: 86400 },
+        http: { maxBodyBytes: 1048576, maxBatchItems: 1000, maxConnections: 1024, headersTimeoutMilliseconds: 10000, requestTimeoutMilliseconds: 30000, maxBodyBytesInFlight: 67108864, idempotencyTtlSeconds: 86400, operatorPage: true },
         apiKeys: [],
         clientCertificates: 'off',
       }),

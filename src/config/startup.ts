@@ -183,6 +183,8 @@ const STARTUP = {
     tlsKeyFile: path('Http:TlsKeyFile'),
     /** CONTRACT 7.1: the CA that signs client certificates; with it, https clients are asked for one. */
     clientCaFile: path(CLIENT_CA_FILE),
+    /** CONTRACT 6.8: serve the operator page at `/` — a parameter of the contract, read and checked; the page itself is not built yet. */
+    operatorPage: param('Http:OperatorPage', bool, true),
   },
   apiKeys: param('Authentication:ApiKeys', keyList, [] as readonly ApiKey[]),
   /** CONTRACT 7.1: `optional` by default when `Http:ClientCaFile` is set, else `off`. */
