@@ -1,10 +1,10 @@
 import jsonata from 'jsonata';
 
 /**
- * A `jsonata` format's evaluation (CONTRACT 4.7), as its thread runs it (`jsonataThreadMain.ts`):
- * the default body's text in, the body's bytes out — or nothing, or why it cannot be rendered. Pure
- * but for JSONata itself; no limit of time here: the thread is ended from outside
- * (`jsonataThread.ts`), which is the only way to stop a regular expression or a built-in.
+ * A `jsonata` format's evaluation (CONTRACT 4.7), as its evaluation process runs it
+ * (`jsonataProcessMain.ts`): the default body's text in, the body's bytes out — or nothing, or why it
+ * cannot be rendered. Pure but for JSONata itself; no limit of time here: the process is ended from
+ * outside (`jsonataProcess.ts`), the only way to stop a regular expression or a built-in.
  */
 export interface CompiledJsonata {
   readonly expression: jsonata.Expression;
@@ -43,8 +43,7 @@ export const jsonataText = async (f: CompiledJsonata, input: unknown): Promise<s
 /**
  * The body of the default body's text `input`: parsed, evaluated, written as `output` says and
  * held to `maxBodyBytes` (a text longer in characters than the limit is longer in bytes too, and
- * is not encoded at all). The bytes are a buffer of their own, so that the thread can hand them over
- * without a copy.
+ * is not encoded at all). The bytes are a buffer of their own.
  */
 export const evaluateBody = async (f: CompiledJsonata, input: string, maxBodyBytes: number): Promise<JsonataResult> => {
   try {
