@@ -10,14 +10,8 @@
  * before ≤ 1.0 for every format, the median of the rounds, with the rounds' spread printed beside.
  */
 import type { Redis } from 'ioredis';
-import { FORMATS } from './pushFormats';
+import { FORMATS, median } from './pushFormats';
 import { freePort, nextMessage, printTable, SECONDS, sleep, startConnector, startScript, stop, treeCpuMs, waitReady, type Row } from './lib';
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
 
 export const pushFormatsBefore = async (r: { port: number; client: Redis }) => {
   const before = process.env.BENCH_BEFORE_CLI;

@@ -47,7 +47,7 @@ export const FORMATS: ReadonlyArray<{ readonly name: string; readonly webhook: R
 /** The next issue's targets ("Push at the floor"), against the bare pipeline, printed beside. */
 const FLOOR: Readonly<Record<string, number>> = { datapoints: 1.0, ndjson: 1.0, 'influx-line': 1.0, 'influx-line + gzip': 1.0, jsonata: 1.1 };
 
-const median = (xs: readonly number[]): number => {
+export const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;

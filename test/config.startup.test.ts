@@ -44,6 +44,7 @@ describe('startup parameters', () => {
   });
 
   it('CONTRACT 1: a misspelt name under a section of the contract is an error naming it as written and the nearest parameter; other names are not looked at', () => {
+    // misspelt on purpose (the names issue 46's InfluxDB test used): what they cause is this refusal
     expect(load({}, { Id: 'c1', Webhooks__CircuitBreakerThreshold: '1', Webhooks__ProbeIntervalMilliseconds: '200' })).toEqual(E.left([
       'Webhooks__CircuitBreakerThreshold is not a startup parameter: did you mean Webhooks:CircuitFailureThreshold?',
       'Webhooks__ProbeIntervalMilliseconds is not a startup parameter: did you mean Webhooks:ProbeIntervalSeconds?',

@@ -85,6 +85,7 @@ describe('startup errors: exit 2 with one line on stderr', () => {
   });
 
   it('CONTRACT 1: a misspelt parameter names itself and the nearest one, for the connectors and the operator commands alike; the other connector\'s is accepted', async () => {
+    // the names below are misspelt on purpose: the exit 2 and its message are what they cause
     for (const kind of ['outbound', 'inbound']) {
       const r = await runCli([kind], { ...envFor('x'), Webhooks__CircuitBreakerThreshold: '2' });
       expect([kind, r.code, r.stderr.trim()]).toEqual([kind, 2, 'rest-connector: Webhooks__CircuitBreakerThreshold is not a startup parameter: did you mean Webhooks:CircuitFailureThreshold?']);

@@ -1,8 +1,8 @@
 import { lastValueFrom, type Observable, of, Subject, takeUntil } from 'rxjs';
 import { toBatch } from '../src/streams/read/batches';
 import { redisBacklog, type RedisBacklogOptions } from '../src/streams/webhook/backlog';
-import type { BacklogItem } from '../src/streams/webhook/backlogEntry';
-import { DATAPOINTS, requestBody } from '../src/streams/webhook/body';
+import { backlogBatch, decodeBacklogEntry, type BacklogItem } from '../src/streams/webhook/backlogEntry';
+import { bodyText, DATAPOINTS, requestBody } from '../src/streams/webhook/body';
 import { webhookLane, type LaneObserver } from '../src/streams/webhook/lane';
 import type { WebhookResponse } from '../src/streams/webhook/answers';
 import { isOutOfMemory } from '../src/streams/store/replies';
@@ -152,4 +152,22 @@ it('7, in a lane: a redrive whose failure Redis refuses to record is redriven ag
     stop.next();
     sub.unsubscribe();
   }
+});
+
+it('CONTRACT 4.7: an entry keeps its batch\'s cause and content type, through a failure again too; sent again as a batch of that cause; an unknown cause is left out', async () => {
+  const { backlog } = backlogOf();
+  const asked = { ...batchOf('3-0'), webhookId: 'pi-3-0-1', cause: 'periodic' as const };
+  await run(backlog.append(asked, { bytes: Buffer.from('m,ioa=1 value=1\n'), contentType: 'text/plain; charset=utf-8' }, 'circuit', 'circuit open', 0));
+  const [item] = await run(backlog.pending());
+  await run(backlog.failedAgain(item!, 'HTTP 503', 1));
+  const [again] = await run(backlog.pending());
+  const stored = (await run(backlog.fetch(again!)))!;
+  expect([stored.cause, stored.contentType, stored.body]).toEqual(['periodic', 'text/plain; charset=utf-8', 'm,ioa=1 value=1\n']);
+  const batch = backlogBatch({ id: again!.id, webhookId: again!.webhookId, body: stored.body, contentType: stored.contentType ?? 'application/json', traces: stored.traces, cause: stored.cause });
+  expect([batch.cause, bodyText(requestBody(batch)), requestBody(batch).contentType]).toEqual(['periodic', 'm,ioa=1 value=1\n', 'text/plain; charset=utf-8']);
+  // a live batch's entry has none; a cause written by something else is not sent as a header
+  await append(backlog, '4-0');
+  await r.client.xadd(STREAM, '*', 'webhook', '0', 'url', URL, 'webhookId', '5-0_5-0', 'error', 'x', 'attempts', '1', 'body', '{}', 'reason', 'exhausted', 'cause', 'bogus');
+  const entries = (await r.client.xrange(STREAM, '-', '+')).map(([id, f]) => decodeBacklogEntry(id, f));
+  expect(entries.map((e) => e.cause)).toEqual(['periodic', undefined, undefined]);
 });

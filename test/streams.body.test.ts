@@ -1,6 +1,6 @@
 import { toBatch } from '../src/streams/read/batches';
 import { backlogBatch } from '../src/streams/webhook/backlogEntry';
-import { bodyText, DATAPOINTS, defaultBody, defaultBodyOver, formatOf, prepareBody, requestBody, storedPoints, withBody, type Body, type BodyFormat } from '../src/streams/webhook/body';
+import { bodyText, DATAPOINTS, defaultBodyOver, formatOf, prepareBody, requestBody, storedPoints, withBody, type Body, type BodyFormat } from '../src/streams/webhook/body';
 import { interrogationBatch, interrogationRequest } from '../src/streams/webhook/interrogation';
 
 /** The one body module (src/streams/webhook/body.ts): what every sender's body is made from, and made once per batch and format. */
@@ -117,7 +117,8 @@ describe('a webhook\'s format (CONTRACT 4.7), what each renders, and what is kep
     const failing = hook({ type: 'jsonata', expression: '$error("no")' });
     expect(await prepareBody(failing, b)).toEqual({ kind: 'failed', error: 'no (D3137 at character 7)' });
     expect(await prepareBody(nd, { ...b, content: { kind: 'text', points: '' } })).toEqual({ kind: 'nothing', skipped: 0 });
-    expect(defaultBody(b)).toBe(requestBody(b));
+    // the default body (what a batch that cannot be rendered is dead-lettered with) is made once
+    expect(requestBody(b)).toBe(requestBody(b));
   });
 
   it('prepared: the default body for the default format; a stored body as stored for any format; a body on its thread is a failure here', async () => {

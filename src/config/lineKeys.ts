@@ -16,7 +16,7 @@ export const escapeKey = (k: string): string =>
   KEY_NEEDS.test(k) ? k.replace(LINE_BREAKS, ' ').replace(TRAILING_BACKSLASHES, '').replace(KEY_SPECIAL, '\\$&') : k;
 
 /** Fields that are never extra fields, as written (none of them changes when escaped). */
-export const NOT_EXTRA: ReadonlySet<string> = new Set(['casdu', 'ioa', 'source', 'type', 'value', 'value_text', 'timestamp', 'time']);
+const NOT_EXTRA: ReadonlySet<string> = new Set(['casdu', 'ioa', 'source', 'type', 'value', 'value_text', 'timestamp', 'time']);
 
 /**
  * The key a top-level field of a point is written with as an extra field, or undefined when it can

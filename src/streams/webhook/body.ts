@@ -229,9 +229,6 @@ export const requestBody = (batch: Batch, alloc: (length: number) => Buffer = Bu
   return body;
 };
 
-/** The default body of a batch, whatever the webhook's format (a batch that cannot be rendered is dead-lettered with it). */
-export const defaultBody = (batch: Batch): Body => requestBody(batch);
-
 /** The batch carrying `body` in place of its points: what its requests and its backlog entry send (the points then go). */
 export const withBody = (batch: Batch, body: Body): Batch => ({ ...batch, content: storedContent(body.bytes, body.contentType) });
 

@@ -5,7 +5,7 @@ import {
 import type { Batch } from '../read/batches';
 import type { LaneBacklog } from './backlog';
 import type { BacklogReason } from './backlogEntry';
-import { defaultBody, defaultBodyOver, formatOf, prepareBody, requestBody, withBody, type Body, type BodyFormat, type Prepared } from './body';
+import { defaultBodyOver, formatOf, prepareBody, requestBody, withBody, type BodyFormat, type Prepared } from './body';
 import { tooLong } from './jsonataEval';
 import { memoryDisabledMark, type DisabledMark } from './disabledMarks';
 import * as L from './laneState';
@@ -107,9 +107,9 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
      * Invariant 8: dead-lettered once its entry is written (the append retries until it is), with the
      * body it carries (`ready$`); an interrogation's request gets it from its run's sender first.
      */
-    const toBacklog$ = (batch: Batch, reason: BacklogReason, error: string, attempts: number, sender?: RunSender, body: (b: Batch) => Body = requestBody): Observable<LaneResult> =>
+    const toBacklog$ = (batch: Batch, reason: BacklogReason, error: string, attempts: number, sender?: RunSender): Observable<LaneResult> =>
       (sender === undefined ? of(batch) : sender.withBody(batch)).pipe(
-        mergeMap((whole) => defer(() => o.backlog.append(whole, body(whole), reason, error, attempts)).pipe(
+        mergeMap((whole) => defer(() => o.backlog.append(whole, requestBody(whole), reason, error, attempts)).pipe(
           // the live append retries by itself; a port that fails anyway is tried again, never skipped
           retry({ delay: () => timer(settings.probeIntervalMs, scheduler) }),
           last(null, null),
@@ -184,7 +184,8 @@ export const webhookLane = (o: LaneOptions) => (batches$: Observable<Batch>): Ob
     /** A batch that cannot be rendered for this webhook: to the backlog at once, refused, with the default body (its thread's, for an interrogation's). */
     const renderFailed$ = (batch: Batch, error: string, sender?: RunSender): Observable<LaneResult> => {
       o.observer.renderFailed?.(batch, error);
-      return toBacklog$(batch, 'refused', `format: ${error}`, 0, sender, sender === undefined ? defaultBody : requestBody);
+      // the batch as it came carries no rendering: its default body (its thread's, for an interrogation's)
+      return toBacklog$(batch, 'refused', `format: ${error}`, 0, sender);
     };
 
     /** A batch's attempts (by the lane's client, or an interrogation run's `post`), then delivered or to the backlog. */

@@ -1,5 +1,5 @@
 import type { Precision } from '../../config/formatSettings';
-import { escapeKey, NOT_EXTRA } from '../../config/lineKeys';
+import { escapeKey, extraFieldKey } from '../../config/lineKeys';
 
 export { escapeKey } from '../../config/lineKeys';
 
@@ -100,17 +100,11 @@ export const pointLine = (point: Readonly<Record<string, unknown>>, o: LineOptio
     }
   } else {
     for (const key in point) {
-      if (NOT_EXTRA.has(key)) continue;
-      const x = point[key];
-      let text: string;
-      if (typeof x === 'number') text = String(x);
-      else if (typeof x === 'boolean') text = x ? 'true' : 'false';
-      else if (typeof x === 'string') text = escapeStringField(x);
-      else continue;
-      // `extraFieldKey` inlined (this loop runs for every field of every point): reserved names
-      // are compared again after escaping, so `time\` (its trailing `\` dropped) is left out too
-      const k = escapeKey(key);
-      if (k !== '' && (k === key || !NOT_EXTRA.has(k))) fields += `,${k}=${text}`;
+      // reserved names compared after escaping too: `time\` (its trailing `\` dropped) is left out
+      const k = extraFieldKey(key);
+      if (k === undefined) continue;
+      const text = fieldText(point[key]);
+      if (text !== undefined) fields += `,${k}=${text}`;
     }
   }
   let line = measurementOf(o.measurement);
