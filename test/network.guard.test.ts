@@ -15,13 +15,19 @@ import { guardedAgents, NetworkRefused, refusedByRule } from '../src/streams/web
  */
 describe('Webhooks:AllowedNetworks and the blocked ranges', () => {
   it('parses CIDRs and addresses, IPv4 and IPv6; an entry that is neither is named', () => {
-    expect(parseNetworks(' 10.0.0.0/8, 192.168.1.7 ,fd00::/8,::1,')).toEqual(E.right(['10.0.0.0/8', '192.168.1.7', 'fd00::/8', '::1']));
+    expect(parseNetworks(' 10.0.0.0/8, 192.168.1.7 ,fd00::/8,::1')).toEqual(E.right(['10.0.0.0/8', '192.168.1.7', 'fd00::/8', '::1']));
     expect(parseNetworks('')).toEqual(E.right([]));
-    for (const bad of ['10.0.0.0/33', '10.0.0/8', 'fd00::/129', 'example.com', '10.0.0.0/8/1', '10.0.0.0/x', '1.2.3.4/']) {
+    for (const bad of ['10.0.0.0/33', '10.0.0/8', 'fd00::/129', 'example.com', '10.0.0.0/8/1', '10.0.0.0/x', '1.2.3.4/', '[::1]/128', '1.2.3.4/-1', '::1/1280']) {
       expect([bad, parseNetworks(`10.0.0.0/8,${bad}`)]).toEqual([bad, E.left(bad)]);
     }
     const startup = loadStartupSettings(collectRaw({}, { Id: 'x', Webhooks__AllowedNetworks: '10.0.0.0/8,nope' }), { requireId: true, hostname: 'h' });
     expect(startup).toEqual(E.left(["Webhooks:AllowedNetworks: 'nope' is neither a CIDR nor an address"]));
+    // invariant 3: an empty entry is no CIDR — a templated list whose values are all unset opens nothing
+    for (const empty of [',', ' ', ' , ', '10.0.0.0/8,', ',10.0.0.0/8', '10.0.0.0/8,,fd00::/8']) {
+      expect([empty, parseNetworks(empty)]).toEqual([empty, E.left('')]);
+      const s = loadStartupSettings(collectRaw({}, { Id: 'x', Webhooks__AllowedNetworks: empty }), { requireId: true, hostname: 'h' });
+      expect(s).toEqual(E.left([`Webhooks:AllowedNetworks: an empty entry is not a CIDR (got '${empty}'; leave the parameter unset for the default rule)`]));
+    }
     const ok = loadStartupSettings(collectRaw({}, { Id: 'x' }), { requireId: true, hostname: 'h' });
     expect(E.isRight(ok) && ok.right.webhooks.allowedNetworks).toEqual([]);
   });
@@ -36,6 +42,45 @@ describe('Webhooks:AllowedNetworks and the blocked ranges', () => {
     // a name is no address: it is checked on what it resolves to
     expect(refusalOf([], 'metadata.internal')).toBeUndefined();
     expect(BLOCKED_NETWORKS).toHaveLength(8);
+  });
+
+  // invariant 1: an IPv6 address that carries an IPv4 address is judged as that IPv4 address
+  it.each([
+    // [address, the IPv4 address it carries]
+    ['::ffff:169.254.169.254', '169.254.169.254'], ['::ffff:a9fe:a9fe', '169.254.169.254'], ['0:0:0:0:0:ffff:a9fe:a9fe', '169.254.169.254'],
+    ['::a9fe:a9fe', '169.254.169.254'], ['::169.254.169.254', '169.254.169.254'], ['::2', '0.0.0.2'],
+    ['64:ff9b::a9fe:a9fe', '169.254.169.254'], ['64:ff9b::169.254.169.254', '169.254.169.254'], ['64:ff9b::a64:102', '10.100.1.2'],
+    ['64:ff9b:1:a9fe:00:a9fe::', '169.254.169.254'], ['64:ff9b:1:a64:1:102:ffff:ffff', '10.100.1.2'],
+    ['2002:a9fe:a9fe::', '169.254.169.254'], ['2002:a9fe:a9fe:1::7', '169.254.169.254'], ['2002:a64:102::1', '10.100.1.2'], ['2002::', '0.0.0.0'],
+    ['[64:ff9b::a9fe:a9fe]', '169.254.169.254'], ['64:FF9B::A9FE:A9FE', '169.254.169.254'],
+  ])('%s is judged as %s', (address, v4) => {
+    for (const rule of [[], ['10.0.0.0/8'], ['169.254.0.0/16'], ['::/0'], ['0.0.0.0/0'], ['2002::/16', '64:ff9b::/96', '::ffff:0:0/96']]) {
+      expect([address, rule, refusalOf(rule, address)]).toEqual([address, rule, refusalOf(rule, v4)]);
+    }
+  });
+
+  it.each([
+    // invariant 1's exceptions and neighbours: IPv6 addresses that carry nothing stay IPv6
+    ['::1', undefined], ['::', 'blocked address'], ['64:ff9b:2::a9fe:a9fe', undefined], ['2003:a9fe:a9fe::', undefined],
+    ['::fffe:a9fe:a9fe', undefined], ['1::a9fe:a9fe', undefined], ['64:ff9a::a9fe:a9fe', undefined], ['fe80::1%eth0', 'blocked address'],
+  ])('%s stays an IPv6 address (empty list: %s)', (address, refusal) => {
+    expect(refusalOf([], address)).toBe(refusal);
+    expect(refusalOf(['::/0'], address)).toBeUndefined();
+    expect(refusalOf(['0.0.0.0/0'], address)).toBe('not in Webhooks:AllowedNetworks');
+  });
+
+  // invariant 2: an IPv4 address is contained only in IPv4 entries, an IPv6 address only in IPv6 ones
+  it.each([
+    [['::/0'], '169.254.169.254', 'not in Webhooks:AllowedNetworks'], [['::/1'], '10.0.0.1', 'not in Webhooks:AllowedNetworks'],
+    [['::/80'], '127.0.0.1', 'not in Webhooks:AllowedNetworks'], [['::ffff:0:0/96'], '10.0.0.1', 'not in Webhooks:AllowedNetworks'],
+    [['::/0'], '2001:db8::1', undefined], [['0.0.0.0/0'], '2001:db8::1', 'not in Webhooks:AllowedNetworks'],
+    [['0.0.0.0/0'], '169.254.169.254', undefined], [['10.0.0.0/8'], '::ffff:10.1.2.3', undefined], [['10.0.0.0/8'], '2002:a01:203::', undefined],
+    [['10.0.0.0/8'], '11.0.0.0', 'not in Webhooks:AllowedNetworks'], [['10.0.0.0/8'], '9.255.255.255', 'not in Webhooks:AllowedNetworks'],
+    [['10.0.0.0/8'], '10.255.255.255', undefined], [['2001:db8::/32'], '2001:db8:ffff::1', undefined], [['2001:db8::/32'], '2001:db9::', 'not in Webhooks:AllowedNetworks'],
+    [['10.1.2.3'], '10.1.2.3', undefined], [['10.1.2.3'], '10.1.2.4', 'not in Webhooks:AllowedNetworks'], [['2001:db8::1'], '2001:db8::1', undefined],
+    [['2001:db8::1'], '2001:db8::2', 'not in Webhooks:AllowedNetworks'], [['10.0.0.0/0'], '200.1.1.1', undefined],
+  ])('list %j: %s is %s', (rule, address, refusal) => {
+    expect(refusalOf(rule, address)).toBe(refusal);
   });
 
   it('a webhook url or token URL whose host is a literal address the rule refuses is a config error naming the field', () => {

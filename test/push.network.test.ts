@@ -102,6 +102,18 @@ it('config validate and config set apply the rule to literal addresses; a rule t
   const listed = await runCli(['config', 'validate', file], { Webhooks__AllowedNetworks: '127.0.0.2/32,169.254.169.254' });
   expect([listed.code, listed.stderr.trim()]).toEqual([2, 'webhooks[1].url: the connector may not connect to 127.0.0.1 (not in Webhooks:AllowedNetworks)']);
   expect((await runCli(['config', 'validate', file], { Webhooks__AllowedNetworks: '127.0.0.0/8,169.254.169.254' })).code).toBe(0);
+  // listed whatever else in the file fails: a field of another webhook, a URL that does not parse, a mapping
+  const broken = `${dir}/broken.json`;
+  writeFileSync(broken, JSON.stringify({
+    webhooks: [{ url: 'not a url' }, { url: 'http://[64:ff9b::a9fe:a9fe]/x', maxRequestsPerSecond: -1 }, { url: 'http://127.0.0.2/ok', auth: { oauth2: { tokenUrl: 'http://[::ffff:169.254.169.254]/t', clientId: 'c', clientSecret: 's' } } }],
+    mappings: [{ topic: 't' }],
+  }));
+  const all = await runCli(['config', 'validate', broken]);
+  expect(all.code).toBe(2);
+  expect(all.stderr).toContain('webhooks[0].url');
+  expect(all.stderr).toContain('webhooks[1].maxRequestsPerSecond');
+  expect(all.stderr).toContain('webhooks[1].url: the connector may not connect to [64:ff9b::a9fe:a9fe] (blocked address)');
+  expect(all.stderr).toContain('webhooks[2].auth.oauth2.tokenUrl: the connector may not connect to [::ffff:a9fe:a9fe] (blocked address)');
   const set = await runCli(['config', 'set', '--id', 'lit', file], { ConnectionStrings__Datastore: r.redis.url });
   expect(set.code).toBe(2);
   expect(await r.client.exists('connectors:lit:config')).toBe(0);
@@ -110,4 +122,31 @@ it('config validate and config set apply the rule to literal addresses; a rule t
     const run = await runCli(args, typo);
     expect([args.join(' '), run.code, run.stderr]).toEqual([args.join(' '), 2, expect.stringContaining("Webhooks:AllowedNetworks: '169.254.169.254/3x' is neither a CIDR nor an address")]);
   }
+});
+
+it('an initialState or requested interrogation the rule refuses is dead-lettered refused after one attempt: never retried, the circuit stays closed', async () => {
+  const loopback = await receiver();
+  const pipe = r.client.pipeline();
+  for (let ioa = 1; ioa <= 5; ioa++) pipe.set(`process:image:casdu:1:ioa:${ioa}`, JSON.stringify({ casdu: 1, ioa, type: 36, value: ioa, timestamp: new Date().toISOString() }));
+  await pipe.exec();
+  const url = loopback.url.replace('127.0.0.1', 'localhost');
+  const { c, base } = await outbound('interrogate', [{ url, initialState: true }], { Webhooks__AllowedNetworks: '127.0.0.2/32' });
+  const list = async () => {
+    const run = await runCli(['deadletter', 'list', '--id', 'interrogate', '--json'], { ConnectionStrings__Datastore: r.redis.url });
+    return run.stdout.trim() === '' ? [] : run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { reason: string; attempts: number; error: string; cause?: string });
+  };
+  // the fault took effect: the initial interrogation's batch was refused by the rule
+  const initial = await eventually(async () => ((await list()).length > 0 ? list() : undefined), 20000, 'the initial interrogation dead-lettered');
+  expect(initial).toEqual([expect.objectContaining({ reason: 'refused', attempts: 1, cause: 'interrogation', error: 'connection to 127.0.0.1 refused: not in Webhooks:AllowedNetworks' })]);
+  // a requested one: refused the same way
+  expect((await fetch(`${base}/api/webhooks/0/interrogation`, { method: 'POST' })).status).toBe(202);
+  const both = await eventually(async () => { const l = await list(); return l.length >= 2 ? l : undefined; }, 20000, 'the requested interrogation dead-lettered');
+  expect(both.map((e) => [e.reason, e.attempts, e.cause])).toEqual([['refused', 1, 'interrogation'], ['refused', 1, 'interrogation']]);
+  // never retried: no redrive of refused entries, no circuit opened by them, nothing reached the address
+  await new Promise((done) => setTimeout(done, 1500));
+  const board = (await (await fetch(`${base}/api/webhooks`)).json()) as { webhooks: Array<{ state: string; backlog: number }> };
+  expect(board.webhooks[0]).toEqual(expect.objectContaining({ state: expect.not.stringMatching(/open|redriving/), backlog: 2 }));
+  expect((await list()).length).toBe(2);
+  expect(loopback.requests).toHaveLength(0);
+  expect(c.logs().filter((l) => l.msg === 'batch dead-lettered to the webhook backlog' && l.reason === 'exhausted')).toHaveLength(0);
 });

@@ -4,7 +4,8 @@ import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import { readStartupParameters } from '../config/appsettings';
 import { datastoreOptions } from '../config/connectionString';
-import { parseManagedSettings, startupProblems, type ManagedSettings } from '../config/managed';
+import { CONFIG_MAX_BYTES, parseManagedSettings, startupProblems, type ManagedSettings } from '../config/managed';
+import { literalAddressProblems } from '../config/webhookSettings';
 import { collectRaw, loadStartupSettings, UNKNOWN_PARAMETER, type StartupSettings } from '../config/startup';
 import { describeConnectionError } from '../runtime/datastore';
 import type { Outcome } from '../runtime/connector';
@@ -42,6 +43,17 @@ export const readSettingsFile = (file: string, io: Io): E.Either<Outcome, { text
   return E.right({ text: text.right, settings: decoded.right });
 };
 
+/** The `webhooks` of a settings file as it holds them (none when it is no JSON object, or too large). */
+const rawWebhooks = (text: string): readonly unknown[] => {
+  if (text.length > CONFIG_MAX_BYTES) return [];
+  try {
+    const json = JSON.parse(text) as { webhooks?: unknown } | null;
+    return json !== null && typeof json === 'object' && Array.isArray(json.webhooks) ? json.webhooks : [];
+  } catch {
+    return [];
+  }
+};
+
 /** The startup parameters of this process: `appsettings.json` in the working directory (optional) and the environment. */
 export const startupSettings = (requireId: boolean): E.Either<string[], StartupSettings> =>
   E.chain((raw: Parameters<typeof loadStartupSettings>[0]) => loadStartupSettings(raw, { requireId, hostname: hostname() }))(
@@ -66,16 +78,23 @@ export const operatorStartup = (): E.Either<string[], StartupSettings> =>
  * `callers` without authentication — both judged by this process's startup parameters.
  */
 export const readConfigFile = (file: string, io: Io): E.Either<Outcome, { text: string; settings: ManagedSettings }> => {
-  const read = readSettingsFile(file, io);
-  if (E.isLeft(read)) return read;
+  const text = readText(file);
+  if (E.isLeft(text)) return E.left({ code: 2, message: text.left });
   const startup = operatorStartup();
   if (E.isLeft(startup)) return E.left({ code: 2, message: startup.left.join('; ') });
+  const decoded = parseManagedSettings(text.right);
+  if (E.isLeft(decoded)) {
+    // CONTRACT 6.7: the refused literal addresses too, whatever else in the file fails
+    io.err([...decoded.left, ...literalAddressProblems(rawWebhooks(text.right), startup.right.webhooks.allowedNetworks)].join('\n'));
+    return E.left({ code: 2 });
+  }
+  const read = { text: text.right, settings: decoded.right };
   // callers are judged by this process's authentication parameters: not by the defaults that
   // stand in for parameters that do not parse (they have no API keys)
-  const own = read.right.settings.callers !== undefined ? startupSettings(false) : undefined;
+  const own = read.settings.callers !== undefined ? startupSettings(false) : undefined;
   if (own !== undefined && E.isLeft(own)) return E.left({ code: 2, message: `callers cannot be checked: ${own.left.join('; ')}` });
-  const refused = startupProblems('both', read.right.settings, startup.right);
-  if (refused.length === 0) return read;
+  const refused = startupProblems('both', read.settings, startup.right);
+  if (refused.length === 0) return E.right(read);
   io.err(refused.join('\n'));
   return E.left({ code: 2 });
 };

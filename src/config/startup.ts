@@ -93,7 +93,10 @@ const clientCertificates: Parser<ClientCertificates> = (name, value) => {
 };
 
 /** CONTRACT 6.7: CIDRs (or addresses) the outbound connector may connect to; empty, anywhere but the blocked ranges. */
-const networks: Parser<readonly string[]> = (name, value) => E.mapLeft((entry: string) => `${name}: '${entry}' is neither a CIDR nor an address`)(parseNetworks(value));
+const networks: Parser<readonly string[]> = (name, value) =>
+  E.mapLeft((entry: string) => (entry === ''
+    ? `${name}: an empty entry is not a CIDR (got '${value}'; leave the parameter unset for the default rule)`
+    : `${name}: '${entry}' is neither a CIDR nor an address`))(parseNetworks(value));
 
 /** Node timers take at most 2^31 − 1 ms; beyond it they fire at once (CONTRACT 6.5). */
 export const MAX_MILLISECONDS = 2147483647;

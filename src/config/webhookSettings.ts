@@ -232,15 +232,18 @@ export const webhookForLog = (w: Webhook): Record<string, unknown> => Object.ass
 /**
  * CONTRACT 6.7: a webhook `url` or `auth.oauth2.tokenUrl` whose host is a literal address that
  * `Webhooks:AllowedNetworks` (and the blocked ranges) refuses is a configuration error naming the
- * field. A name is checked on what it resolves to, at every connection.
+ * field. A name is checked on what it resolves to, at every connection. Takes the webhooks as
+ * decoded or as the file holds them, so that `config validate` lists these problems whatever else
+ * in the file fails: a value that is no URL is left to the decoder's message.
  */
-export const literalAddressProblems = (webhooks: readonly Webhook[], allowed: readonly string[]): string[] =>
+export const literalAddressProblems = (webhooks: readonly unknown[], allowed: readonly string[]): string[] =>
   webhooks.flatMap((w, i) => {
-    const fields: Array<[string, string | undefined]> = [['url', w.url], ['auth.oauth2.tokenUrl', w.auth?.oauth2?.tokenUrl]];
-    return fields.flatMap(([field, url]) => {
-      if (url === undefined) return [];
+    const field = (o: unknown, key: string): unknown => (o !== null && typeof o === 'object' && Object.hasOwn(o, key) ? (o as Record<string, unknown>)[key] : undefined);
+    const fields: Array<[string, unknown]> = [['url', field(w, 'url')], ['auth.oauth2.tokenUrl', field(field(field(w, 'auth'), 'oauth2'), 'tokenUrl')]];
+    return fields.flatMap(([name, url]) => {
+      if (typeof url !== 'string' || !URL.canParse(url)) return [];
       const host = new URL(url).hostname;
       const why = refusalOf(allowed, host);
-      return why === undefined ? [] : [`webhooks[${i}].${field}: the connector may not connect to ${host} (${why})`];
+      return why === undefined ? [] : [`webhooks[${i}].${name}: the connector may not connect to ${host} (${why})`];
     });
   });

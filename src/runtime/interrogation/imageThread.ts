@@ -8,6 +8,11 @@ import type { ImageThread, TakenBody, ThreadRequest } from '../../streams/interr
 import type { InterrogationCause } from '../../streams/webhook/interrogation';
 import type { ClientSubscription } from '../../streams/webhook/client';
 import type { DeliveryTrace } from '../../telemetry/tracing';
+import { NetworkRefused } from '../../streams/webhook/agents';
+import type { Refusal } from '../../config/networks';
+
+/** A connection the rule refused, as plain data between the threads. */
+export interface RefusedConnection { readonly address: string; readonly why: Refusal; readonly where?: string }
 
 /**
  * CONTRACT 4.6: an interrogation run reads the image and makes its HTTP requests on a thread of its
@@ -49,7 +54,7 @@ export type FromThread =
   | { readonly t: 'end' }
   | { readonly t: 'error'; readonly error: string }
   | { readonly t: 'answer'; readonly id: number; readonly status: number; readonly retryAfter?: string }
-  | { readonly t: 'failed'; readonly id: number; readonly error: string }
+  | { readonly t: 'failed'; readonly id: number; readonly error: string; readonly refused?: RefusedConnection }
   | { readonly t: 'log'; readonly level: ThreadLogLevel; readonly fields: Record<string, unknown>; readonly msg: string };
 
 /** The thread's module, beside this one in the build. */
@@ -115,7 +120,8 @@ export const imageThread = (init: ThreadInit, o: ImageThreadOptions): ImageThrea
       case 'answer':
         return settle(m.id)?.answer(m.retryAfter === undefined ? { status: m.status } : { status: m.status, retryAfter: m.retryAfter });
       case 'failed':
-        return settle(m.id)?.fail(new Error(m.error));
+        // a connection the rule refused stays that (CONTRACT 6.7: never retried) across the thread's edge
+        return settle(m.id)?.fail(m.refused === undefined ? new Error(m.error) : new NetworkRefused(m.refused.address, m.refused.why, m.refused.where));
       case 'log':
         return o.log(m.level, m.fields, m.msg);
     }

@@ -5,6 +5,7 @@ import { imageReader, sortInPlace, type ImageReader } from '../../streams/image/
 import { interrogationBatch } from '../../streams/webhook/interrogation';
 import type { Batch } from '../../streams/read/batches';
 import { webhookClient } from '../../streams/webhook/client';
+import { refusedByRule } from '../../streams/webhook/agents';
 import { bodyText, formatOf, prepareBody, requestBody, withBody } from '../../streams/webhook/body';
 import { bodyPool } from './bodyPool';
 import { incrementalCollector } from '../collector';
@@ -103,7 +104,10 @@ port.on('message', (m: ToThread) => {
         },
         error: (err: unknown) => {
           posts.delete(m.id);
-          reply({ t: 'failed', id: m.id, error: message(err) });
+          const refused = refusedByRule(err);
+          reply(refused === undefined
+            ? { t: 'failed', id: m.id, error: message(err) }
+            : { t: 'failed', id: m.id, error: message(err), refused: { address: refused.address, why: refused.why, ...(refused.where !== undefined ? { where: refused.where } : {}) } });
         },
       });
       if (!sub.closed) posts.set(m.id, sub);
