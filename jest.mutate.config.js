@@ -17,7 +17,10 @@ module.exports = {
     '**/streams.bodyTime.test.ts',
     '**/formats.unit.test.ts',
     '**/callers.settings.test.ts',
+    '**/callers.names.test.ts',
+    '**/network.guard.test.ts',
     '**/callers.rate.test.ts',
+    '**/callers.rateState.test.ts',
     '**/inbound.append.test.ts',
   ],
   // a mutant may not type-check: the tests run it as JavaScript (Stryker marks mutated files @ts-nocheck)

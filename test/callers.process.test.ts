@@ -25,7 +25,7 @@ afterEach(async () => {
   await r.client.flushall();
 });
 
-const KEYS = 'scada-a=key-scada-a,scada-b=key-scada-b,historian=key-historian,operator=key-operator,stranger=key-stranger';
+const KEYS = 'scada-a=key-scada-a,scada-b=key-scada-b,historian=key-historian,operator=key-operator,stranger=key-stranger,rest-connectors=key-rest-connectors';
 const as = (caller: string): Record<string, string> => ({ 'X-Api-Key': `key-${caller}` });
 const MAPPINGS = ['plant-a', 'plant-a/line-1', 'plant-b'].map((topic, i) => ({ name: `m${i}`, topic, casdu: 1, ioa: i + 1, type: 36, valuePath: 'v' }));
 const CALLERS = {
@@ -33,7 +33,8 @@ const CALLERS = {
   'scada-b': { topics: ['plant-a'] },
   historian: { casdu: ['10-19', 30] },
   operator: { operate: true, casdu: ['0-65535'] },
-  'rest-connectors': { casdu: [30] }, // the test client certificate's CN
+  'cn:rest-connectors': { casdu: [30] }, // the test client certificate (CN rest-connectors)
+  'rest-connectors': { operate: true, casdu: ['0-65535'] }, // a key of the same name: never the certificate's grant (CONTRACT 7.1)
 };
 
 const start = async (kind: 'inbound' | 'outbound', config: Record<string, unknown>, env: Record<string, string> = {}, id = `c-${kind}`) => {
@@ -138,7 +139,7 @@ describe('inbound', () => {
     expect([a.status, b.status, b.headers['idempotent-replayed']]).toEqual([200, 200, undefined]);
     const again = await post(url, 'plant-a', { v: 1 }, { ...as('scada-a'), 'Idempotency-Key': 'k-1' });
     expect([again.status, again.headers['idempotent-replayed']]).toEqual([200, 'true']);
-    expect((await r.client.keys('connectors:idem:idempotency:*')).sort()).toEqual(['connectors:idem:idempotency:scada-a:k-1', 'connectors:idem:idempotency:scada-b:k-1']);
+    expect((await r.client.keys('connectors:idem:idempotency:*')).sort()).toEqual(['connectors:idem:idempotency:7:scada-a:k-1', 'connectors:idem:idempotency:7:scada-b:k-1']);
     expect(await r.client.xlen('process:updates')).toBe(2);
   });
 
@@ -228,12 +229,12 @@ describe('outbound', () => {
     expect((await interrogate('operator', 0)).status).toBe(202);
   });
 
-  it("a client certificate's CN is a caller like a key's name", async () => {
+  it("a client certificate is the caller cn:{CN}, never the key whose name is its CN", async () => {
     const [http, https] = [await freePort(), await freePort()];
     await r.client.set('connectors:cn:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${http}`, `https://127.0.0.1:${https}`], callers: CALLERS }));
     await seed();
     const c = new Connector('outbound', {
-      Id: 'cn', ConnectionStrings__Datastore: r.redis.url, Http__TlsCertFile: certs.serverCert, Http__TlsKeyFile: certs.serverKey, Http__ClientCaFile: certs.ca,
+      Id: 'cn', ConnectionStrings__Datastore: r.redis.url, Http__TlsCertFile: certs.serverCert, Http__TlsKeyFile: certs.serverKey, Http__ClientCaFile: certs.ca, Authentication__ApiKeys: KEYS,
     });
     running.push(c);
     await c.waitForLog((l) => l.msg === 'outbound connector listening');
@@ -243,12 +244,16 @@ describe('outbound', () => {
     expect((JSON.parse(mine.body) as { datapoints: Array<{ casdu: number }> }).datapoints.map((p) => p.casdu)).toEqual([30, 30]);
     expect((await get('/api/datapoints?casdu=10', true)).status).toBe(403);
     expect((await get('/api/webhooks', true)).status).toBe(403);
-    // no certificate, no key: nobody is named, and only listed callers may use the endpoint
+    // no certificate, no key: API keys are configured, so nobody gets in unnamed
     const anonymous = await get('/api/datapoints', false);
-    expect(anonymous.status).toBe(403);
-    expect((await request(`http://127.0.0.1:${http}/metrics`)).status).toBe(403);
+    expect(anonymous.status).toBe(401);
+    expect((await request(`http://127.0.0.1:${http}/metrics`)).status).toBe(401);
     expect((await get('/health/live', false)).status).toBe(200);
-    await eventually(() => (c.logs().some((l) => l.msg === 'request' && l.caller === 'rest-connectors' && l.status === 403) ? true : undefined));
+    await eventually(() => (c.logs().some((l) => l.msg === 'request' && l.caller === 'cn:rest-connectors' && l.status === 403) ? true : undefined));
+    // the key named like the CN has its own grant
+    expect((await request(`http://127.0.0.1:${http}/api/webhooks`, { headers: { 'X-Api-Key': 'key-rest-connectors' } })).status).toBe(200);
+    const refused = (await request(`http://127.0.0.1:${http}/metrics`, { headers: { 'X-Api-Key': 'key-rest-connectors' } })).text;
+    expect(refused).toMatch(/^http_requests_refused_total\{caller="cn:rest-connectors",reason="forbidden"\} [1-9]/m);
   });
 });
 
@@ -313,7 +318,7 @@ describe("the README's worked example (Callers: each caller only what it needs)"
     const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
     const section = readme.slice(readme.indexOf('## Callers: each caller only what it needs'));
     const example = JSON.parse(/```json\n([\s\S]*?)```/.exec(section)![1]!) as { callers: Record<string, unknown> };
-    expect(Object.keys(example.callers)).toEqual(['scada-a', 'historian', 'operator']);
+    expect(Object.keys(example.callers)).toEqual(['scada-a', 'cn:historian', 'operator']);
     // the README's keys, and a client certificate whose CN is "historian"
     const keys = /Authentication__ApiKeys=(\S+)/.exec(section)![1]!;
     writeFileSync(join(certs.dir, 'historian.ext'), 'extendedKeyUsage=clientAuth\n');
@@ -345,9 +350,9 @@ describe("the README's worked example (Callers: each caller only what it needs)"
     expect(all.status).toBe(200);
     expect([...new Set((JSON.parse(all.body) as { datapoints: Array<{ casdu: number }> }).datapoints.map((p) => p.casdu))]).toEqual([10, 15, 19, 30]);
     const five = await httpsGet(outHttps, '/api/datapoints?casdu=5', historian);
-    expect([five.status, JSON.parse(five.body).detail]).toEqual([403, "caller 'historian' may not read casdu 5"]);
+    expect([five.status, JSON.parse(five.body).detail]).toEqual([403, "caller 'cn:historian' may not read casdu 5"]);
     const hooks = await httpsGet(outHttps, '/api/webhooks', historian);
-    expect([hooks.status, JSON.parse(hooks.body).detail]).toEqual([403, "caller 'historian' may not operate the webhooks"]);
+    expect([hooks.status, JSON.parse(hooks.body).detail]).toEqual([403, "caller 'cn:historian' may not operate the webhooks"]);
     expect((await request(`http://127.0.0.1:${outHttp}/api/webhooks`, { headers: { 'X-Api-Key': 'k-op' } })).status).toBe(200);
     expect((await request(`http://127.0.0.1:${outHttp}/api/webhooks/0/interrogation`, { method: 'POST', headers: { 'X-Api-Key': 'k-op' } })).status).toBe(202);
   });

@@ -15,7 +15,7 @@ afterEach(async () => {
   await r.client.flushall();
 });
 
-const verdicts = (vs: Array<{ allowed: boolean }>) => vs.map((v) => (v.allowed ? 'ok' : 'no')).join(' ');
+const verdicts = (vs: Array<{ allowed: boolean }>) => vs.map((v) => (v.allowed ? 'ok' : 'failed' in v ? 'failed' : 'no')).join(' ');
 
 it('N requests of a window pass, in their order; the rest are refused with Retry-After until the window ends', async () => {
   let now = 1_700_000_000_250;
@@ -52,11 +52,13 @@ it('a window used up exactly (N of N) refuses the next request here, without ano
   expect(await r.client.get('connectors:ex:rate:gw:1700000050')).toBe('3');
 });
 
-it('a window key of another type (a foreign writer) fails the count: the requests go on, and it is reported', async () => {
+it('a window key of another type (a foreign writer) fails the count: Redis answered, so the requests fail (not let through), and it is reported', async () => {
   await r.client.hset('connectors:wt:rate:gw:1700000060', 'x', '1');
   const failures: string[] = [];
   const take = makeRateWindow({ redis: r.client, isConnected: () => true, connectorId: 'wt', now: () => 1_700_000_060_000, countFailed: (e) => failures.push(e) });
-  expect(verdicts(await Promise.all([take('gw', 1), take('gw', 1), take('gw', 1)]))).toBe('ok ok ok');
+  const all = await Promise.all([take('gw', 1), take('gw', 1), take('gw', 1)]);
+  expect(verdicts(all)).toBe('failed failed failed');
+  expect(all[0]).toEqual({ allowed: false, failed: expect.stringMatching(/WRONGTYPE/) });
   expect(failures).toEqual([expect.stringMatching(/WRONGTYPE/)]);
 });
 
@@ -129,13 +131,13 @@ it('a count that fails lets its requests go on, and says so at most once every 1
   expect(failures).toHaveLength(2);
 });
 
-it('a count refused by Redis (an ACL without INCRBY) lets its requests go on and is reported', async () => {
+it('a count refused by Redis (an ACL without INCRBY) fails its requests, never lets them through uncounted, and is reported', async () => {
   await r.client.call('ACL', 'SETUSER', 'no-incrby', 'on', '>pw', '~*', '+@all', '-incrby');
   const user = new Redis({ port: r.redis.port, host: '127.0.0.1', protocol: 2, username: 'no-incrby', password: 'pw' });
   try {
     const failures: string[] = [];
     const take = makeRateWindow({ redis: user, isConnected: () => true, connectorId: 'acl', countFailed: (e) => failures.push(e) });
-    expect(verdicts(await Promise.all([take('gw', 1), take('gw', 1)]))).toBe('ok ok');
+    expect(verdicts(await Promise.all([take('gw', 1), take('gw', 1)]))).toBe('failed failed');
     expect(failures).toHaveLength(1);
     expect(failures[0]).toMatch(/NOPERM|EXECABORT/);
   } finally {

@@ -44,18 +44,23 @@ it.each([
   [{ a: { casdu: ['9-3'] } }, 'callers.a.casdu[0]: range "9-3" is empty'],
   [{ a: { casdu: [70000] } }, 'callers.a.casdu[0]: must lie within 0 to 65535, got 70000'],
   [{ a: { operate: 'yes' } }, 'callers.a.operate: must be a boolean, got "yes"'],
-  [{ a: { maxRequestsPerSecond: 0.5 } }, 'callers.a.maxRequestsPerSecond: must be a number of at least 1, got 0.5'],
-  [{ a: { maxRequestsPerSecond: '5' } }, 'callers.a.maxRequestsPerSecond: must be a number of at least 1, got "5"'],
-  [{ '': {} }, 'callers: a caller name must not be empty'],
+  [{ a: { maxRequestsPerSecond: 0.5 } }, 'callers.a.maxRequestsPerSecond: must be a positive integer, got 0.5'],
+  [{ a: { maxRequestsPerSecond: 2.5 } }, 'callers.a.maxRequestsPerSecond: must be a positive integer, got 2.5'],
+  [{ a: { maxRequestsPerSecond: 0 } }, 'callers.a.maxRequestsPerSecond: must be a positive integer, got 0'],
+  [{ a: { maxRequestsPerSecond: '5' } }, 'callers.a.maxRequestsPerSecond: must be a positive integer, got "5"'],
+  [{ '': {} }, `callers: "" is not a caller's name: an API key's name (letters, digits, '.', '_', '-', or key-N) or cn: and a client certificate's CN`],
+  [{ 'cn:': {} }, `callers: "cn:" is not a caller's name: an API key's name (letters, digits, '.', '_', '-', or key-N) or cn: and a client certificate's CN`],
+  [{ 'scada a': {} }, `callers: "scada a" is not a caller's name: an API key's name (letters, digits, '.', '_', '-', or key-N) or cn: and a client certificate's CN`],
+  [{ 'a:b': {} }, `callers: "a:b" is not a caller's name: an API key's name (letters, digits, '.', '_', '-', or key-N) or cn: and a client certificate's CN`],
 ])('%j is a config error naming the field', (callers, message) => {
   expect(errors(callers)).toContain(message);
 });
 
-it('a rate is a finite number of at least 1: 1 is, 1e999 (Infinity once parsed) is not', () => {
+it('a rate is a positive integer: 1 is, 1e999 (Infinity once parsed) is not', () => {
   const one = decode({ a: { maxRequestsPerSecond: 1 } });
   expect(E.isRight(one) && one.right.callers!.get('a')!.maxRequestsPerSecond).toBe(1);
   const huge = parseManagedSettings('{"callers":{"a":{"maxRequestsPerSecond":1e999}}}');
-  expect(E.isLeft(huge) && huge.left).toEqual(['callers.a.maxRequestsPerSecond: must be a number of at least 1, got Infinity']);
+  expect(E.isLeft(huge) && huge.left).toEqual(['callers.a.maxRequestsPerSecond: must be a positive integer, got Infinity']);
 });
 
 it('"*" alone decodes to the prefix of every topic', () => {

@@ -110,7 +110,7 @@ it('http and https on one connector; named and unnamed API keys: the request log
   expect(servers).toEqual([`http://127.0.0.1:${http}`, `https://127.0.0.1:${https}`]);
 });
 
-it('optional client certificates: a valid one authenticates like a key (caller = its CN); none, a foreign CA\'s or an expired one does not', async () => {
+it('optional client certificates: a valid one authenticates like a key (caller = cn: and its CN); none, a foreign CA\'s or an expired one does not', async () => {
   const { c, https } = await start({ Http__ClientCaFile: certs.ca, Authentication__ApiKeys: 'k' });
   expect((await get(https, POINT, { cert: certs.clientCert, key: certs.clientKey })).status).toBe(200);
   expect((await get(https, POINT)).status).toBe(401);
@@ -118,7 +118,7 @@ it('optional client certificates: a valid one authenticates like a key (caller =
   expect((await get(https, POINT, { cert: extra.expiredCert, key: extra.expiredKey })).status).toBe(401);
   expect((await get(https, POINT, { headers: { 'X-Api-Key': 'k' } })).status).toBe(200);
   await eventually(() => (requestLines(c).length === 5 ? true : undefined));
-  expect(requestLines(c).map((l) => [l.status, l.caller])).toEqual([[200, 'rest-connectors'], [401, undefined], [401, undefined], [401, undefined], [200, 'key-1']]);
+  expect(requestLines(c).map((l) => [l.status, l.caller])).toEqual([[200, 'cn:rest-connectors'], [401, undefined], [401, undefined], [401, undefined], [200, 'key-1']]);
 });
 
 it('required client certificates: without one (or with a foreign or expired one) the handshake fails, health endpoints on https included; http listeners stay as they were', async () => {

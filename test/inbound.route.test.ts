@@ -6,7 +6,7 @@ import { createApp } from '../src/http/app/app';
 import { decodeHead, inboundRoutes } from '../src/http/inbound/route';
 import type { InboundStore, KeyHeld, StoreFailure, StoreSession } from '../src/http/inbound/store';
 import { makeMetrics } from '../src/telemetry/metrics';
-import { byTopic } from '../src/mapping/commands';
+import { byTopic, renderWrites } from '../src/mapping/commands';
 import { makeLogger } from '../src/runtime/logger';
 import { postJson } from './helpers/http';
 
@@ -41,7 +41,7 @@ const serve = async (script: Script, waitReplicas = false) => {
     },
     releaseKey: async (key) => void calls.push(`release ${key}`),
     checkStream: async () => (calls.push('checkStream'), left(script.checkStream)),
-    exec: async (commands) => (calls.push(`exec ${commands.map((c) => c[0]).join(',')}`), left(script.exec)),
+    exec: async (writes) => (calls.push(`exec ${renderWrites(writes, false).map((c) => c[0]).join(',')}`), left(script.exec)),
     confirm: async () => (calls.push('confirm'), waitReplicas ? left(script.confirm) : E.right(undefined)),
   };
   const store: InboundStore = { session: async () => (script.session !== undefined ? E.left(script.session) : E.right(session)) };
@@ -100,7 +100,7 @@ describe('the inbound route, decided on the store\'s tags alone (no Redis)', () 
     ['not connected', { session: { tag: 'not_connected' } }, 503, { detail: 'data store is not connected' }, {}, []],
     ['out of memory', { exec: { tag: 'out_of_memory', error: 'OOM command not allowed' } }, 503, { detail: 'the data store is out of memory (it refuses writes); nothing was written' }, { 'retry-after': '5' }, ['release']],
     ['read-only', { exec: { tag: 'read_only', error: 'READONLY' } }, 503, { detail: 'the data store node is a replica (a failover is under way); nothing was written' }, {}, ['release']],
-    ['aborted', { exec: { tag: 'aborted', error: 'EXECABORT' } }, 503, { detail: 'data store is not connected' }, {}, ['release']],
+    ['aborted', { exec: { tag: 'aborted', error: 'EXECABORT' } }, 503, { detail: 'the data store did not take the write (EXECABORT); nothing was written' }, {}, ['release']],
     ['outcome unknown (the key is kept: it may be written)', { exec: { tag: 'unknown_outcome', error: 'Command timed out' } }, 503, { detail: expect.stringMatching(/outcome is unknown/) }, {}, []],
     ['not a stream', { checkStream: { tag: 'not_a_stream', type: 'string' } }, 503, { detail: 'process:updates is not a stream (it is a string); nothing was written' }, {}, ['release']],
   ] as const)('%s: the status, detail and headers; the key given back or kept', async (_name, script, status, body, headers, released) => {

@@ -98,3 +98,64 @@ it('the README\'s ACL user runs both connectors and the operator commands, and i
     await hook.close();
   }
 });
+
+/**
+ * CONTRACT 5.1: a write is whole or absent under every ACL. The README's line without `+xadd` (the
+ * script's `XADD` would be refused inside the `EXEC`, after the `MSET`) and without `+eval` (no
+ * script): after every answer, the image and the stream changed together or not at all, and a 503
+ * that says nothing was written means nothing was.
+ */
+describe.each([['+xadd', 'appended one XADD each'], ['+eval', 'appended one XADD each']])('the README ACL line without %s', (grant, mode) => {
+  it('a write is whole or absent: the image and the stream change together; a 503 saying nothing was written means nothing was', async () => {
+    const user = `without-${grant.slice(1)}`;
+    await r.client.flushall();
+    await r.client.call('ACL', ...readmeAcl(user, 'pw').filter((a) => a !== grant));
+    await r.client.call('ACL', 'LOG', 'RESET');
+    const port = await freePort();
+    const mappings = [1, 2].map((ioa) => ({ name: `m${ioa}`, topic: 't', casdu: 5, ioa, type: 36, valuePath: 'v' }));
+    await r.client.set('connectors:whole:config', JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], mappings }));
+    const inbound = new Connector('inbound', { Id: 'whole', ConnectionStrings__Datastore: `${r.redis.url},user=${user},password=pw`, Datastore__ConnectionRetrySeconds: '0.2' });
+    running.push(inbound);
+    try {
+      await inbound.waitForLog((l) => l.msg === 'inbound connector listening');
+      // the probe answered: the append mode is known before the first write
+      await inbound.waitForLog((l) => String(l.msg).includes(mode));
+      const base = `http://127.0.0.1:${port}/api/datapoints?topic=t`;
+      const answers = [await postJson(base, { v: 1 }), await postJson(base, [{ v: 2 }, { v: 3 }, { v: 4 }])];
+      const image = (await r.client.keys('process:image:*')).length;
+      const stream = await r.client.exists('process:updates') === 1 ? await r.client.xlen('process:updates') : 0;
+      if (grant === '+xadd') {
+        // the fault took effect: Redis refused the XADDs (queued, so nothing of the MULTI ran)
+        const log = (await r.client.call('ACL', 'LOG')) as unknown[][];
+        expect(log.some((entry) => entry.includes('xadd'))).toBe(true);
+        expect(answers.map((a) => a.status)).toEqual([503, 503]);
+        for (const a of answers) expect(a.json().detail).toMatch(/^the data store did not take the write \(.*NOPERM.*'xadd'.*\); nothing was written$/);
+        expect([image, stream]).toEqual([0, 0]);
+      } else {
+        // the fault took effect: the probe's EVAL was refused, and the writes went as XADDs
+        const log = (await r.client.call('ACL', 'LOG')) as unknown[][];
+        expect(log.some((entry) => entry.includes('eval'))).toBe(true);
+        expect(answers.map((a) => a.status)).toEqual([200, 200]);
+        expect([image, stream]).toEqual([2, 2 + 3 * 2]);
+      }
+    } finally {
+      await inbound.stop('SIGTERM');
+    }
+  });
+});
+
+it('a caller with a rate, and an ACL user that may not run the count: exit 2 naming the command', async () => {
+  await r.client.call('ACL', ...readmeAcl('without-incrby', 'pw').filter((a) => a !== '+incrby'));
+  const mappings = [{ name: 'm', topic: 't', casdu: 3, ioa: 1, type: 36, valuePath: 'v' }];
+  await r.client.set('connectors:norate:config', JSON.stringify({ hostUrls: ['http://127.0.0.1:0'], mappings, callers: { gw: { topics: ['t'], maxRequestsPerSecond: 2 } } }));
+  const env = { Id: 'norate', ConnectionStrings__Datastore: `${r.redis.url},user=without-incrby,password=pw`, Authentication__ApiKeys: 'gw=k-gw' };
+  const run = await runCli(['inbound'], env);
+  expect(run.code).toBe(2);
+  expect(run.stderr).toContain("callers: a caller has maxRequestsPerSecond, and Redis refuses what its count runs: incrby (NOPERM");
+  // without a rate, the same user starts
+  await r.client.set('connectors:norate:config', JSON.stringify({ hostUrls: ['http://127.0.0.1:0'], mappings, callers: { gw: { topics: ['t'] } } }));
+  const plain = new Connector('inbound', env);
+  running.push(plain);
+  await plain.waitForLog((l) => l.msg === 'inbound connector listening');
+  await plain.stop('SIGTERM');
+});

@@ -1,6 +1,7 @@
 import * as E from 'fp-ts/Either';
 import * as t from 'io-ts';
 import { CASDU_MAX } from '../mapping/types';
+import { callerNameProblem } from './callerNames';
 import { describe, refine } from './codecs';
 import { ranges, type Ranges } from './webhookCodecs';
 
@@ -35,10 +36,10 @@ const topicRule = refine<TopicRule>('topic rule', (u) => {
   return E.right(star < 0 ? { exact: u } : { prefix: u.slice(0, -1) });
 });
 
-/** A rate of at least one request a second (a lower one would let nothing through). */
+/** A rate: a positive integer of requests a second (CONTRACT 7.2; a fixed window lets whole requests through). */
 // Stryker disable next-line StringLiteral: an io-ts type's name shows only in an error without a message, and every error here has one
 const rate = refine<number>('requests per second', (u) =>
-  Number.isFinite(u) && (u as number) >= 1 ? E.right(u as number) : E.left(`must be a number of at least 1, got ${describe(u)}`));
+  Number.isInteger(u) && (u as number) >= 1 ? E.right(u as number) : E.left(`must be a positive integer, got ${describe(u)}`));
 
 const nonEmptyList = <A>(item: t.Type<A, unknown, unknown>, what: string) => {
   const list = t.array(item);
@@ -71,8 +72,9 @@ export const CallersCodec = new t.Type<Callers, unknown, unknown>(
     // own keys only: a name such as "__proto__" or "constructor" is a caller like any other
     for (const name of Object.keys(u)) {
       const value = (u as Record<string, unknown>)[name];
-      if (name === '') {
-        errors.push({ value, context: c, message: 'a caller name must not be empty' });
+      const problem = callerNameProblem(name);
+      if (problem !== undefined) {
+        errors.push({ value, context: c, message: `${JSON.stringify(name)} ${problem}` });
         continue;
       }
       const decoded = GrantCodec.validate(value, [...c, { key: name, type: GrantCodec, actual: value }]);

@@ -1,6 +1,7 @@
 import * as E from 'fp-ts/Either';
 import { DEFAULT_MAX_BATCH_ITEMS } from '../mapping/payload';
 import { parseNetworks } from './networks';
+import { parseApiKeys, type ApiKey } from './callerNames';
 import { unknownParameters } from './parameterNames';
 
 export { UNKNOWN_PARAMETER } from './parameterNames';
@@ -54,28 +55,11 @@ const consumerNameText: Parser<string> = (name, value) =>
     nonEmptyText(name, value),
   );
 
-/** An API key and the name a request log line shows for it (CONTRACT 7.1): its own, or `key-N`. */
-export interface ApiKey {
-  readonly name: string;
-  readonly key: string;
-}
-
-const NAMED = /^([A-Za-z][A-Za-z0-9_.-]*)=(.*[^=].*)$/;
-
-/**
- * `k1,name=k2`: a key, or `name=key` (the first `=` separates; a name starts with a letter and holds
- * letters, digits, `-`, `_`, `.`). An unnamed key is `key-N`, N its place in the whole list from 1.
- * (A base64 key ending in `=` padding stays one key; give a name to a key that has `=` inside.)
- */
-export const parseApiKeys = (value: string): ApiKey[] =>
-  value.split(',').map((k) => k.trim()).filter((k) => k.length > 0).map((entry, i) => {
-    const m = NAMED.exec(entry);
-    return m !== null ? { name: m[1]!, key: m[2]! } : { name: `key-${i + 1}`, key: entry };
-  });
-
 /** An explicitly set value without any usable key would turn authentication off: refused (CONTRACT 6.5). */
 const keyList: Parser<readonly ApiKey[]> = (name, value) => {
-  const keys = parseApiKeys(value);
+  const parsed = parseApiKeys(value);
+  if (E.isLeft(parsed)) return E.left(`${name}: ${parsed.left}`);
+  const keys = parsed.right;
   // (a value without a usable key holds only commas and blanks: safe to show)
   if (keys.length === 0 && value.trim() !== '') return E.left(`${name}: no usable key in '${value}' (leave it empty to turn authentication off)`);
   const names = new Set<string>();

@@ -25,8 +25,13 @@ export const configKey = (connectorId: string): string => connector(connectorId,
 export const errorsStream = (connectorId: string): string => connector(connectorId, 'errors');
 /** An `Idempotency-Key`'s stored answer (CONTRACT 5.1.1). */
 export const idempotencyKey = (connectorId: string, key: string): string => connector(connectorId, `idempotency:${key}`);
-/** Caller `caller`'s idempotency keys when `callers` is set (CONTRACT 7.2): the same key from two callers is two keys. */
-export const callerIdempotencyKey = (connectorId: string, caller: string, key: string): string => connector(connectorId, `idempotency:${caller}:${key}`);
+/**
+ * Caller `caller`'s idempotency keys when `callers` is set (CONTRACT 7.2): the same key from two
+ * callers is two keys. The caller's length in code points comes first, so that the caller part
+ * can never run into the key part (`cn` with key `a:c` and `cn:a` with key `c` are two keys).
+ */
+export const callerIdempotencyKey = (connectorId: string, caller: string, key: string): string =>
+  connector(connectorId, `idempotency:${[...caller].length}:${caller}:${key}`);
 /** CONTRACT 7.2: the requests of `caller` in the one-second window starting at Unix second `second`, across replicas. */
 export const rateWindowKey = (connectorId: string, caller: string, second: number): string => connector(connectorId, `rate:${caller}:${second}`);
 /** The webhooks' backlogs (CONTRACT 4.4). */

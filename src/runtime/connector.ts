@@ -20,7 +20,7 @@ import { watchMemory, type OutOfMemory } from './memory';
 import { isHttps, listenAll, type Listening, type ListenerTls } from './servers';
 import { listenerFiles, loadListenerTls } from '../config/listenerTls';
 import { watchListenerTls } from './certificateWatch';
-import { firstReading, loadConfigText, noEvictionRequired, WrongType } from './firstReads';
+import { firstReading, loadConfigText, noEvictionRequired, rateCountRefusal, WrongType } from './firstReads';
 import { onStopSignal } from './signals';
 import { resources, type Resources } from './resources';
 import type { Tracing } from '../telemetry/tracing';
@@ -84,7 +84,7 @@ export const makeApp = (
       ? {
         rateWindow: makeRateWindow({
           redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, connectorId: ctx.startup.id,
-          countFailed: (err) => ctx.log.warn({ err }, "counting a caller's requests failed: they go on without their limit until a count succeeds"),
+          countFailed: (err) => ctx.log.warn({ err }, "counting a caller's requests failed: while Redis cannot be reached they go on uncounted; while it refuses the count they are answered 503"),
         }),
       }
       : {}),
@@ -194,6 +194,14 @@ const start = async (
   if (reading === 'signal') return { code: 0 };
   const refusal = noEvictionRequired(startup, reading);
   if (refusal !== undefined) return { code: 2, message: refusal };
+  // CONTRACT 7.2: a rate whose count Redis would refuse is a start-up error, never a limit dropped
+  if ([...(settings.callers?.values() ?? [])].some((g) => g.maxRequestsPerSecond !== undefined)) {
+    const refused = await Promise.race([rateCountRefusal(datastore, startup.id), signal]);
+    if (refused === 'signal') return { code: 0 };
+    if (refused !== undefined) {
+      return { code: 2, message: `callers: a caller has maxRequestsPerSecond, and Redis refuses what its count runs: ${refused}; grant the user these commands (the README's ACL line has them)` };
+    }
+  }
   held.hold(datastore.connected$.subscribe((c) => metrics.datastoreConnected.set(c ? 1 : 0)), (sub) => sub.unsubscribe());
   /** Set when the stop begins: the last spans are sent within what is left of it (nothing is waited for on a startup error). */
   let deadline = Date.now();

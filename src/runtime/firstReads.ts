@@ -1,6 +1,7 @@
 import type { StartupSettings } from '../config/startup';
 import { PARAMETERS } from '../config/startup';
 import type { Datastore } from './datastore';
+import { refusedRateCommands } from '../http/app/rateWindow';
 import type { Logger } from './logger';
 import type { MemoryReading } from './memory';
 
@@ -36,6 +37,18 @@ export const firstReading = async (ds: Datastore, read: () => Promise<MemoryRead
     await ds.ready();
     try {
       return await read();
+    } catch {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+};
+
+/** CONTRACT 7.2: the rate count's commands Redis's ACL refuses (named), or undefined; tried again while the connection comes and goes. */
+export const rateCountRefusal = async (ds: Datastore, connectorId: string): Promise<string | undefined> => {
+  for (;;) {
+    await ds.ready();
+    try {
+      return await refusedRateCommands(ds.client, connectorId);
     } catch {
       await new Promise((r) => setTimeout(r, 200));
     }

@@ -130,6 +130,8 @@ export const createApp = (deps: AppDeps): RequestListener => {
     const verdict = rateWindow(caller!, limit);
     const go = (v: Awaited<typeof verdict>) => {
       if (v.allowed) next(caller, grant);
+      // CONTRACT 7.2: Redis refused the count (not "unreachable"): nothing is let through uncounted
+      else if ('failed' in v) sendProblem(res, 503, `the requests of caller '${caller}' could not be counted: ${v.failed}`);
       else refuse(res, caller, 'rate_limited', `caller '${caller}' may send at most ${limit} requests a second`, { 'Retry-After': String(v.retryAfterSeconds) });
     };
     if (verdict instanceof Promise) verdict.then(go).catch((err: unknown) => unexpected(deps.log, err, req, req.url ?? '', res));

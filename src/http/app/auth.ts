@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
+import { certificateCallerName } from '../../config/callerNames';
 
 const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
 
@@ -37,9 +38,10 @@ const certCallers = new WeakMap<object, string | null>();
 
 /**
  * CONTRACT 7.1: a request over https whose connection presented a client certificate that the
- * client CA verifies is authenticated like an API key; its caller is the certificate's subject CN
- * (`cn:` + CN, so that it is never taken for a key's name). Undefined for plain http, no
- * certificate, or one that did not verify (`optional` lets the handshake through).
+ * client CA verifies is authenticated like an API key; its caller is `cn:` and the certificate's
+ * subject CN (`certificateCallerName`), a name no key can have: a key's name holds no `:`.
+ * Undefined for plain http, no certificate, or one that did not verify (`optional` lets the
+ * handshake through).
  */
 export const certificateCaller = (req: IncomingMessage): string | undefined => {
   const socket = req.socket as Partial<TLSSocket>;
@@ -48,7 +50,7 @@ export const certificateCaller = (req: IncomingMessage): string | undefined => {
   if (caller === undefined) {
     const cert = socket.authorized === true ? socket.getPeerCertificate?.() : undefined;
     const cn = cert !== undefined && cert !== null && 'subject' in cert ? cert.subject?.CN : undefined;
-    caller = typeof cn === 'string' && cn !== '' ? cn : null;
+    caller = typeof cn === 'string' && cn !== '' ? certificateCallerName(cn) : null;
     certCallers.set(socket, caller);
   }
   return caller ?? undefined;

@@ -1,4 +1,6 @@
-import type { Redis } from 'ioredis';
+import { ReplyError, type Redis } from 'ioredis';
+import { APPEND_PROBE } from '../../mapping/commands';
+import { UPDATES_STREAM } from '../../mapping/keys';
 
 /** What the inbound connector logs about how it appends stream entries. */
 export interface AppendLog {
@@ -8,10 +10,12 @@ export interface AppendLog {
 /**
  * Whether a connection appends a write's stream entries by script (`APPEND_SCRIPT`) or one `XADD`
  * each (README "How a write reaches Redis"). A script is sent only on a connection where, since it
- * last connected, a probe `EVAL` of a `#!lua` script answered: the server is Redis 7 or newer (an
- * older one refuses the shebang; only Redis 7's out-of-memory decision, once for the whole `EXEC`,
- * is tested) and the user may run `EVAL`. Until the probe answers, and after the connection closes, the `XADD`s go
- * as they are, so a failover to another server is probed again before a script reaches it.
+ * last connected, the probe (`APPEND_PROBE`) answered: the server is Redis 7 or newer (an older
+ * one refuses the shebang; only Redis 7's out-of-memory decision, once for the whole `EXEC`, is
+ * tested), the user may run `EVAL` on the stream, and the script's `XADD` (CONTRACT 5.1: a script
+ * whose `XADD` Redis refuses inside the `EXEC` would leave the `MSET` applied). Until the probe
+ * answers, and after the connection closes, the `XADD`s go as they are, so a failover to another
+ * server is probed again before a script reaches it.
  */
 export interface AppendMode {
   /** True while the last probe on this connection succeeded. */
@@ -20,15 +24,19 @@ export interface AppendMode {
   refused(error: string): void;
 }
 
-/**
- * `no-writes`: the probe itself is refused neither by a replica (a `READONLY` answer would make the
- * connection reconnect, again and again) nor by a Redis out of memory or short of replicas.
- */
-export const PROBE = '#!lua flags=no-writes\nreturn 1';
+/** A Redis error reply (not a connection's failure), as ioredis gives it: the command it answered, and for `EXEC` the queued commands' errors. */
+type ReplyFailure = Error & { readonly command?: { readonly name?: string }; readonly previousErrors?: ReadonlyArray<Error & { readonly command?: { readonly name?: string } }> };
 
-/** A transaction aborted for its `EVAL` alone (nothing of it ran): permission revoked, or the command renamed away. */
-export const refusedForScript = (error: string): boolean =>
-  /EXECABORT/.test(error) && /(NOPERM[^;]*'eval'|unknown command [`']eval[`'])/i.test(error);
+/**
+ * A transaction aborted for its `EVAL`s alone (nothing of it ran): Redis refused to queue them
+ * (permission revoked, the command renamed away) and every other command was queued. Told by the
+ * commands the errors answer, not by their text.
+ */
+export const refusedForScript = (err: unknown): boolean => {
+  const e = err as ReplyFailure;
+  const refused = e?.previousErrors ?? [];
+  return e instanceof ReplyError && e.command?.name === 'exec' && refused.length > 0 && refused.every((p) => p.command?.name === 'eval');
+};
 
 export const appendMode = (redis: Redis, log: AppendLog): AppendMode => {
   let scripted = false;
@@ -38,13 +46,13 @@ export const appendMode = (redis: Redis, log: AppendLog): AppendMode => {
     if (now === told) return;
     told = now;
     const connection = redis.options.connectionName;
-    if (now) log.info({ connection }, 'stream entries are appended by one script a write (Redis 7, EVAL allowed)');
+    if (now) log.info({ connection }, 'stream entries are appended by one script a write (Redis 7, EVAL and the script\'s XADD allowed)');
     else log.info({ connection, reason }, 'stream entries are appended one XADD each: the data store does not run the append script (grant +eval on Redis 7 for faster array writes)');
   };
   // A probe answers on the connection it was sent on, before that connection's 'close'; one sent
   // on a connection that closes fails with it, after the 'close', and says nothing about the server.
   const probe = () =>
-    redis.eval(PROBE, 0).then(
+    redis.eval(APPEND_PROBE, 1, UPDATES_STREAM).then(
       () => {
         scripted = true;
         tell(true);

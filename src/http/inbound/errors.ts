@@ -46,8 +46,9 @@ export const forbiddenTopicDetail = (caller: string, topic: string): string => `
 const storeAnswer = (f: StoreFailure): Answer => {
   switch (f.tag) {
     case 'not_connected':
-    case 'aborted':
       return { kind: 'problem', status: 503, detail: NOT_CONNECTED };
+    case 'aborted':
+      return { kind: 'problem', status: 503, detail: `the data store did not take the write (${f.error}); nothing was written` };
     case 'read_only':
       return { kind: 'problem', status: 503, detail: READ_ONLY_DETAIL };
     case 'out_of_memory':

@@ -2,7 +2,7 @@ import * as E from 'fp-ts/Either';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { applyToPayload } from '../../mapping/apply';
-import { errorCommands, writeCommands, type Command } from '../../mapping/commands';
+import { errorCommands, writePlan, type Command, type Write } from '../../mapping/commands';
 import { callerIdempotencyKey, idempotencyKey } from '../../mapping/keys';
 import { mayWrite, type CallerGrant } from '../../config/callerSettings';
 import { failureBody, okBody } from '../../mapping/responses';
@@ -131,7 +131,7 @@ const handle = async (d: InboundDeps, req: IncomingMessage, res: ServerResponse,
     const v = taken.right;
     if (v !== 'taken') return verdictAnswer(v, r.topic, store);
   }
-  const plan = planWrites(d, r, ctx.receivedAt.toISOString(), ctx.trace, store.appendsByScript === true);
+  const plan = planWrites(d, r, ctx.receivedAt.toISOString(), ctx.trace);
   const written = await write(store, plan);
   plan.producer?.end(E.isLeft(written) ? written.left[1].tag : undefined);
   if (E.isLeft(written)) return giveBack(store, r, written.left[0], written.left[1]);
@@ -178,12 +178,12 @@ interface Plan {
   readonly points: number;
   readonly answer: string;
   readonly rejected: Written['rejected'];
-  readonly commands: readonly Command[];
+  readonly commands: readonly Write[];
   /** The write's producer span (CONTRACT 9), when tracing is on and points are written. */
   readonly producer?: WriteTrace | undefined;
 }
 
-const planWrites = (d: InboundDeps, r: Decoded, receivedAt: string, trace: RequestTrace | undefined, byScript: boolean): Plan => {
+const planWrites = (d: InboundDeps, r: Decoded, receivedAt: string, trace: RequestTrace | undefined): Plan => {
   const result = applyToPayload(r.mappings, r.payload, receivedAt, d.connectorId);
   const items = itemCount(r.payload);
   const stored = (status: number, text: string): Command[] =>
@@ -193,7 +193,7 @@ const planWrites = (d: InboundDeps, r: Decoded, receivedAt: string, trace: Reque
     const answer = JSON.stringify(okBody(r.topic, result.right, items));
     // CONTRACT 9: the producer span's context goes into every entry of the write
     const producer = trace !== undefined && result.right.length > 0 ? trace.producer(result.right.length) : undefined;
-    const commands = [...writeCommands(result.right, d.connectorId, d.streamMaxLength, producer?.traceparent, byScript), ...stored(200, answer)];
+    const commands = [...writePlan(result.right, d.connectorId, d.streamMaxLength, producer?.traceparent), ...stored(200, answer)];
     return { status: 200, points: result.right.length, answer, rejected: undefined, commands, producer };
   }
   const failures = result.left;

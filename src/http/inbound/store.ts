@@ -1,7 +1,6 @@
 import * as E from 'fp-ts/Either';
-import type { Redis } from 'ioredis';
-import { isOutOfMemory } from '../../streams/store/replies';
-import { hasScript, withoutScripts, type Command } from '../../mapping/commands';
+import { ReplyError, type Redis } from 'ioredis';
+import { isAppends, renderWrites, type Command, type Write } from '../../mapping/commands';
 import { UPDATES_STREAM } from '../../mapping/keys';
 import { appendMode, refusedForScript, type AppendLog, type AppendMode } from './appendMode';
 import { decodeStored, pendingCommand, verdictOf, type Verdict } from './idempotency';
@@ -19,10 +18,13 @@ export type StoreFailure =
   | { readonly tag: 'read_only'; readonly error: string }
   /** Redis is full under `noeviction`: refused, nothing written. */
   | { readonly tag: 'out_of_memory'; readonly error: string }
-  /** Refused or failed before anything was applied that counts (EXEC aborted, a command refused). */
+  /** Redis refused it, or it failed before anything was applied (EXEC aborted, a command refused). */
   | { readonly tag: 'aborted'; readonly error: string }
-  /** Sent, and no answer came back (connection lost, command timeout): it may have been applied. */
-  | { readonly tag: 'unknown_outcome'; readonly error: string }
+  /**
+   * Sent, and no answer came back (connection lost, command timeout): it may have been applied;
+   * or `partly`: that command failed inside the `EXEC` after the ones before it were applied.
+   */
+  | { readonly tag: 'unknown_outcome'; readonly error: string; readonly partly?: string }
   /** Applied on the master, not confirmed by enough replicas in time. */
   | { readonly tag: 'unconfirmed'; readonly error: string; readonly replicas: number; readonly acked: number }
   /** `process:updates` is another type: a MULTI would leave its SETs behind a failed XADD. */
@@ -33,7 +35,7 @@ export type KeyHeld = Exclude<Verdict, { kind: 'gone' }>;
 
 /** One request's writes, all on one connection (a `WAIT` confirms what was written on its own connection). */
 export interface StoreSession {
-  /** Stream entries go by append script on this connection (`writeCommands`' `byScript`); absent is false. */
+  /** Stream entries go by append script on this connection, as far as it knows now (what `exec` will do); absent is false. */
   readonly appendsByScript?: boolean;
   /** Takes the key with a pending marker, or tells what is stored under it (CONTRACT 5.1.1). */
   takeKey(key: string, hash: string, lockMs: number): Promise<E.Either<StoreFailure, 'taken' | KeyHeld>>;
@@ -41,8 +43,8 @@ export interface StoreSession {
   releaseKey(key: string): Promise<void>;
   /** `process:updates` is a stream, or absent. */
   checkStream(): Promise<E.Either<StoreFailure, void>>;
-  /** The commands in one MULTI/EXEC (an append script as its `XADD`s where the connection may not run it). */
-  exec(commands: readonly Command[]): Promise<E.Either<StoreFailure, void>>;
+  /** The write in one MULTI/EXEC, its stream entries rendered as the connection takes them. */
+  exec(writes: readonly Write[]): Promise<E.Either<StoreFailure, void>>;
   /** `WAIT n timeout` when `Datastore:WaitReplicas` is above 0; else at once. */
   confirm(): Promise<E.Either<StoreFailure, void>>;
 }
@@ -53,34 +55,66 @@ export interface InboundStore {
 }
 
 /**
- * Errors of a command that was sent and got no answer. With `maxRetriesPerRequest: 0`, ioredis
- * fails the commands it had sent when their connection closes with "Reached the max retries per
- * request limit": those may have run (a command it could not send fails with "Stream isn't
- * writeable" instead, and did not).
+ * Errors of a command that was sent and got no answer (ioredis's own, not Redis's replies). With
+ * `maxRetriesPerRequest: 0`, ioredis fails the commands it had sent when their connection closes
+ * with "Reached the max retries per request limit": those may have run (a command it could not
+ * send fails with "Stream isn't writeable" instead, and did not).
  */
 const OUTCOME_UNKNOWN = /timed out|Connection is closed|ECONNRESET|EPIPE|socket hang up|max retries per request/i;
 
-/** A refusal or failure as its tag; `sent` when the command went out (its outcome may be unknown). */
-export const failureOf = (error: string, unknown: boolean): StoreFailure =>
-  /READONLY/.test(error)
-    ? { tag: 'read_only', error }
-    : isOutOfMemory(error)
-      ? { tag: 'out_of_memory', error }
-      : unknown
-        ? { tag: 'unknown_outcome', error }
-        : { tag: 'aborted', error };
+type RedisFailure = Error & { readonly previousErrors?: readonly Error[] };
+/** The Redis error code of a reply (its first word, as the protocol sends it): undefined for an error that is no reply. */
+const codeOf = (e: Error): string | undefined => (e instanceof ReplyError ? e.message.split(' ', 1)[0] : undefined);
 
-/** Runs commands in one MULTI/EXEC; Left when EXEC failed or any command in it did. */
+/**
+ * A failure as its tag. A reply of Redis's is told by its error code — of the reply, or of the
+ * commands a `MULTI` refused to queue (`EXECABORT`: nothing of it ran): `READONLY`, `OOM`, else
+ * refused. An error that is no reply is the connection's: the outcome of what was `sent` is unknown.
+ */
+/** The error and the errors of the commands a `MULTI` refused to queue, as one text. */
+const errorText = (err: unknown): string => {
+  const e = (err instanceof Error ? err : new Error(String(err))) as RedisFailure;
+  return [...new Set([e, ...(e.previousErrors ?? [])].map((x) => x.message))].join('; ');
+};
+
+export const failureOf = (err: unknown, sent: boolean): StoreFailure => {
+  const e = (err instanceof Error ? err : new Error(String(err))) as RedisFailure;
+  const all = [e, ...(e.previousErrors ?? [])];
+  const error = errorText(e);
+  const codes = all.map(codeOf);
+  if (codes.includes('READONLY')) return { tag: 'read_only', error };
+  if (codes.includes('OOM')) return { tag: 'out_of_memory', error };
+  if (codes[0] === undefined && sent && OUTCOME_UNKNOWN.test(e.message)) return { tag: 'unknown_outcome', error };
+  return { tag: 'aborted', error };
+};
+
+/**
+ * The replies of an `EXEC`: applied whole; refused whole (every command failed: nothing applied);
+ * or a command failed while the others were applied — not "nothing written", so its outcome is
+ * told as unknown, naming the command.
+ */
+const partly = (replies: ReadonlyArray<[Error | null, unknown]>, names: readonly string[]): E.Either<StoreFailure, void> => {
+  const failed = replies.findIndex(([err]) => err !== null);
+  if (failed < 0) return E.right(undefined);
+  const first = replies[failed]![0]!;
+  if (replies.every(([err]) => err !== null)) return E.left(failureOf(first, false));
+  const error = `${names[failed]} failed inside the transaction while the other commands were applied: ${first.message}`;
+  return E.left({ tag: 'unknown_outcome', error, partly: names[failed]! });
+};
+
+/**
+ * Runs commands in one MULTI/EXEC; Left when EXEC failed or any command in it did. A command that
+ * failed inside the `EXEC` while others were applied (CONTRACT 5.1 rules it out: the probe checks
+ * what the script runs; an ACL changed since is what is left) is not "nothing written": its
+ * outcome is told as unknown.
+ */
 export const execAtomically = async (redis: Redis, commands: readonly Command[]): Promise<E.Either<StoreFailure, void>> => {
   try {
     const replies = await redis.multi(commands as unknown as string[][]).exec();
     if (replies === null) return E.left({ tag: 'aborted', error: 'transaction aborted' });
-    const failed = replies.find(([err]) => err !== null);
-    return failed === undefined ? E.right(undefined) : E.left(failureOf(String(failed[0]), false));
+    return partly(replies, commands.map((c) => c[0]));
   } catch (err) {
-    const e = err as Error & { previousErrors?: Error[] };
-    const error = [...new Set([e.message, ...(e.previousErrors ?? []).map((p) => p.message)])].join('; ');
-    return E.left(failureOf(error, OUTCOME_UNKNOWN.test(e.message)));
+    return E.left(failureOf(err, true));
   }
 };
 
@@ -104,7 +138,8 @@ const takeKey = async (redis: Redis, key: string, hash: string, lockMs: number):
       const [cmd, ...args] = pendingCommand(key, hash, lockMs);
       if ((await redis.call(cmd, ...args)) === 'OK') return E.right('taken');
       const text = await redis.get(key).catch((err: Error) => {
-        if (/WRONGTYPE/.test(err.message)) return '';
+        // a key of another type (a foreign writer's): held, and unreadable
+        if (codeOf(err) === 'WRONGTYPE') return '';
         throw err;
       });
       const verdict = verdictOf(decodeStored(text), hash, text !== null);
@@ -113,7 +148,7 @@ const takeKey = async (redis: Redis, key: string, hash: string, lockMs: number):
     return E.right({ kind: 'in_progress' });
   } catch (err) {
     // nothing was written that matters: at worst a marker that expires by itself
-    return E.left(failureOf((err as Error).message, false));
+    return E.left(failureOf(err, false));
   }
 };
 
@@ -132,17 +167,26 @@ export interface RedisInboundStoreOptions {
 }
 
 /**
- * The one `MULTI`, with its append script as `XADD`s when the connection may no longer run it (it
- * closed since the commands were planned, or the probe failed), and once more as `XADD`s when Redis
- * refused the transaction for its `EVAL` alone (`EXECABORT`: nothing of it ran).
+ * The one `MULTI`, its stream entries rendered as the connection takes them: by script where the
+ * probe answered, else as `XADD`s; and once more as `XADD`s when Redis refused the transaction for
+ * its `EVAL`s alone (`EXECABORT`: nothing of it ran), or an `EVAL` failed inside it (an ACL changed
+ * since the probe: told as a partly applied write, and no script is sent on this connection again
+ * until it reconnects).
  */
-const execOn = async (redis: Redis, mode: AppendMode, commands: readonly Command[]): Promise<E.Either<StoreFailure, void>> => {
-  if (!hasScript(commands)) return execAtomically(redis, commands);
-  if (!mode.scripted()) return execAtomically(redis, withoutScripts(commands));
-  const written = await execAtomically(redis, commands);
-  if (E.isRight(written) || written.left.tag !== 'aborted' || !refusedForScript(written.left.error)) return written;
-  mode.refused(written.left.error);
-  return execAtomically(redis, withoutScripts(commands));
+const execOn = async (redis: Redis, mode: AppendMode, writes: readonly Write[]): Promise<E.Either<StoreFailure, void>> => {
+  if (!writes.some(isAppends) || !mode.scripted()) return execAtomically(redis, renderWrites(writes, false));
+  try {
+    const rendered = renderWrites(writes, true);
+    const replies = await redis.multi(rendered as unknown as string[][]).exec();
+    if (replies === null) return E.left({ tag: 'aborted', error: 'transaction aborted' });
+    const outcome = partly(replies, rendered.map((c) => c[0]));
+    if (E.isLeft(outcome)) mode.refused('error' in outcome.left ? outcome.left.error : outcome.left.tag);
+    return outcome;
+  } catch (err) {
+    if (!refusedForScript(err)) return E.left(failureOf(err, true));
+    mode.refused(errorText(err));
+    return execAtomically(redis, renderWrites(writes, false));
+  }
 };
 
 export const redisInboundStore = (o: RedisInboundStoreOptions): InboundStore => {
@@ -162,10 +206,10 @@ export const redisInboundStore = (o: RedisInboundStoreOptions): InboundStore => 
       // CONTRACT 6.5: Redis does not roll a MULTI back, so an XADD must not be able to fail inside
       // it (its SETs would stay): process:updates is a stream, or absent, or nothing is written
       const type = await redis.type(UPDATES_STREAM).catch((err: Error) => err);
-      if (type instanceof Error) return E.left(failureOf(type.message, false));
+      if (type instanceof Error) return E.left(failureOf(type, false));
       return type === 'stream' || type === 'none' ? E.right(undefined) : E.left({ tag: 'not_a_stream', type });
     },
-    exec: (commands) => execOn(redis, mode, commands),
+    exec: (writes) => execOn(redis, mode, writes),
     confirm: async () => (o.waitReplicas > 0 ? waitForReplicas(redis, o.waitReplicas, o.waitTimeoutMs) : E.right(undefined)),
   });
   return {
