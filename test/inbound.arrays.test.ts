@@ -1,6 +1,6 @@
 import { buildInbound } from '../src/runtime/inbound';
 import { startInProcess, type InProcess } from './helpers/inProcess';
-import { postJson } from './helpers/http';
+import { postJson, request } from './helpers/http';
 import { monitored as monitorCommands, privateRedis } from './helpers/redis';
 import type { Redis } from 'ioredis';
 
@@ -102,4 +102,16 @@ it('Http:MaxBatchItems bounds the array: more is 400 invalid_body naming the lim
   expect(r.json()).toEqual({ code: 'invalid_body', message: 'the body must be a JSON object or an array of 1 to 5 objects: the array has 6 items, more than 5 (Http:MaxBatchItems)' });
   expect((await postJson(`${app.url}${url}`, Array.from({ length: 5 }, (_, i) => reading(i, 1, 1, 'RUN')))).status).toBe(200);
   expect(await client.xlen('process:updates')).toBe(20);
+});
+
+it('an item that is a number too large for a double (raw [1e400]) is 400 invalid_body naming its index, nothing written', async () => {
+  for (const [body, message] of [
+    ['[1e400]', 'the body must be a JSON object or an array of 1 to 5 objects: item 0 is not an object'],
+    ['[{"minute":1},-1e400]', 'the body must be a JSON object or an array of 1 to 5 objects: item 1 is not an object'],
+    ['1e400', 'the body must be a JSON object or an array of 1 to 5 objects'],
+  ]) {
+    const r = await request(`${app.url}${url}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    expect([body, r.status, r.json()]).toEqual([body, 400, { code: 'invalid_body', message }]);
+  }
+  expect(await client.exists('process:updates', 'connectors:test-connector:errors')).toBe(0);
 });

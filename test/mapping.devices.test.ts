@@ -212,6 +212,11 @@ describe('array bodies (CONTRACT 5.5)', () => {
     expect(payloadOf([1, {}], 3)).toEqual(E.left(`${shape}: item 0 is not an object`));
     expect(payloadOf([{}, [{}]], 3)).toEqual(E.left(`${shape}: item 1 is not an object`));
     for (const u of [null, 1, 'x', true]) expect(payloadOf(u, 3)).toEqual(E.left(shape));
+    // a number too large for a double is kept as written (a WrittenNumber), and is still a number
+    expect(payloadOf(parseJsonBody('[1e400]'), 3)).toEqual(E.left(`${shape}: item 0 is not an object`));
+    expect(payloadOf(parseJsonBody('[{}, -1e400]'), 3)).toEqual(E.left(`${shape}: item 1 is not an object`));
+    expect(payloadOf(parseJsonBody('1e400'), 3)).toEqual(E.left(shape));
+    expect(payloadOf(parseJsonBody('{"v": 1e400}'), 3)).toEqual(E.right({ kind: 'object', value: { v: expect.anything() } }));
     expect([itemCount({ kind: 'object', value: {} }), itemCount(items), DEFAULT_MAX_BATCH_ITEMS]).toEqual([undefined, 3, 1000]);
   });
 

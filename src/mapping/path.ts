@@ -1,4 +1,5 @@
 import * as E from 'fp-ts/Either';
+import { WrittenNumber } from './writtenNumbers';
 
 /**
  * Path expressions (CONTRACT 5.2, 5.5): `segment ( "." segment | "[" selector "]" )*`, where a
@@ -97,8 +98,8 @@ const hasOwn = Object.prototype.hasOwnProperty;
 export const valueText = (u: unknown): string | undefined =>
   typeof u === 'string' ? u : typeof u === 'number' || typeof u === 'boolean' ? JSON.stringify(u) : undefined;
 
-/** A JSON object: not null, not an array. */
-export const isObject = (u: unknown): u is Record<string, unknown> => u !== null && typeof u === 'object' && !Array.isArray(u);
+/** A JSON object: not an array, nor a number kept as written (`1e400`: a `WrittenNumber` is a number, with no fields). */
+export const isObject = (u: unknown): u is Record<string, unknown> => u !== null && typeof u === 'object' && !Array.isArray(u) && !(u instanceof WrittenNumber);
 
 /** The first element of `list` that is an object with an own `key` (never `__proto__`) whose text is `text`. */
 const selected = (list: readonly unknown[], key: string, text: string): unknown => {
