@@ -97,6 +97,11 @@ describe('managed settings', () => {
     ['scale equal raw ends', JSON.stringify({ mappings: [mapping({ scale: { raw: [5, 5], scaled: [0, 2] } })] }), /^mappings\[0\]\.scale: raw's two ends are equal \(5\): there is no range to scale from$/],
     ['scale on a boolean type', JSON.stringify({ mappings: [mapping({ type: 1, valueType: 'bool', scale: { factor: 2 } })] }), /^mappings\[0\]\.scale: only types 13 and 36 are scaled, this mapping's type is 1$/],
     ['scale on type 32', JSON.stringify({ mappings: [mapping({ type: 32, valueType: 'int', scale: { factor: 2 } })] }), /^mappings\[0\]\.scale: only types 13 and 36 are scaled, this mapping's type is 32$/],
+    // CONTRACT 5.5: "array": "each" or "whole"; a whole mapping's paths pick an item first
+    ['array unknown', JSON.stringify({ mappings: [mapping({ array: 'all' })] }), /^mappings\[0\]\.array: must be "each" \(every item of an array body\) or "whole" \(the array as one document\), got "all"$/],
+    ['array not a string', JSON.stringify({ mappings: [mapping({ array: true })] }), /^mappings\[0\]\.array: must be "each" .* got true$/],
+    ['whole with a plain path', JSON.stringify({ mappings: [mapping({ array: 'whole', valuePath: 'temp_raw' })] }), /^mappings\[0\]\.valuePath: with "array": "whole" the path reads the array as one document and begins with a selector or an index \(\[id=T1\]\.temp_raw, \[0\]\.v, \[-1\]\.ts\), got 'temp_raw'$/],
+    ['whole with a plain timestamp path', JSON.stringify({ mappings: [mapping({ array: 'whole', valuePath: '[0].v', timestampPath: 'ts' })] }), /^mappings\[0\]\.timestampPath: with "array": "whole" .* got 'ts'$/],
   ])('names the field: %s', (_what, text, pattern) => {
     const e = errors(text);
     expect(e.some((line) => pattern.test(line))).toBe(true);
@@ -116,6 +121,14 @@ describe('managed settings', () => {
     expect(print(base)).not.toEqual(print({ mappings: [mapping({ scale: { factor: 3 } })] }));
     expect(print(base)).not.toEqual(print({ mappings: [mapping({ scale: { factor: 2 }, valueMap: { a: 1 } })] }));
     expect(print({ mappings: [mapping({ valueMap: { a: 1 } })] })).not.toEqual(print({ mappings: [mapping({ valueMap: { a: 2 } })] }));
+  });
+
+  it('"array" defaults to each; whole with paths that pick an item decodes; it is part of the fingerprint', () => {
+    const s = settings({ mappings: [mapping({ name: 'a' }), mapping({ name: 'b', array: 'whole', valuePath: '[id=T1].temp_raw', timestampPath: '[-1].ts' }), mapping({ name: 'c', array: 'each' })] });
+    expect(s.mappings.map((m) => m.array)).toEqual(['each', 'whole', 'each']);
+    const print = (u: unknown) => settingsFingerprint(settings(u), 'inbound');
+    expect(print({ mappings: [mapping({ valuePath: '[0].v' })] })).not.toEqual(print({ mappings: [mapping({ valuePath: '[0].v', array: 'whole' })] }));
+    expect(print({ mappings: [mapping()] })).toEqual(print({ mappings: [mapping({ array: 'each' })] }));
   });
 
   it('reports duplicate mapping names within a topic, not across topics', () => {

@@ -12,7 +12,7 @@ const path = (s: string) => {
   return r.right;
 };
 const m = (name: string, valuePath: string, type: TypeCode, extra: { valueType?: ValueType; ts?: string; ioa?: number } = {}): Mapping => ({
-  name, topic: 't', casdu: 1, ioa: extra.ioa ?? 100, type, valuePath: path(valuePath), valueType: extra.valueType ?? 'float',
+  name, topic: 't', casdu: 1, ioa: extra.ioa ?? 100, type, valuePath: path(valuePath), valueType: extra.valueType ?? 'float', array: 'each',
   ...(extra.ts !== undefined ? { timestampPath: path(extra.ts) } : {}),
 });
 const RECEIVED = '2026-11-21T10:00:00.000Z';

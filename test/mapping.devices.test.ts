@@ -4,7 +4,7 @@ import { applyMappings, applyToPayload } from '../src/mapping/apply';
 import { errorCommands, writeCommands } from '../src/mapping/commands';
 import { compilePath, lookup } from '../src/mapping/path';
 import { DEFAULT_MAX_BATCH_ITEMS, itemCount, payloadOf, type Payload } from '../src/mapping/payload';
-import { failureBody, okBody } from '../src/mapping/responses';
+import { EACH_ITEM_HINT, failureBody, okBody } from '../src/mapping/responses';
 import { scaled } from '../src/mapping/scale';
 import type { MappedValue, Mapping, Scale, TypeCode, ValueType } from '../src/mapping/types';
 import { parseJsonBody } from '../src/mapping/writtenNumbers';
@@ -21,9 +21,9 @@ const syntax = (s: string) => {
   if (E.isRight(r)) throw new Error(`expected a syntax error for ${s}`);
   return r.left;
 };
-interface Extra { valueType?: ValueType; ts?: string; ioa?: number; valueMap?: Record<string, MappedValue>; scale?: Scale }
+interface Extra { valueType?: ValueType; ts?: string; ioa?: number; valueMap?: Record<string, MappedValue>; scale?: Scale; array?: 'each' | 'whole' }
 const m = (name: string, valuePath: string, type: TypeCode, extra: Extra = {}): Mapping => ({
-  name, topic: 't', casdu: 1, ioa: extra.ioa ?? 100, type, valuePath: path(valuePath), valueType: extra.valueType ?? 'float',
+  name, topic: 't', casdu: 1, ioa: extra.ioa ?? 100, type, valuePath: path(valuePath), valueType: extra.valueType ?? 'float', array: extra.array ?? 'each',
   ...(extra.ts !== undefined ? { timestampPath: path(extra.ts) } : {}),
   ...(extra.valueMap !== undefined ? { valueMap: new Map(Object.entries(extra.valueMap)) } : {}),
   ...(extra.scale !== undefined ? { scale: extra.scale } : {}),
@@ -128,7 +128,12 @@ describe('valueMap (CONTRACT 5.5)', () => {
     expect(one(m('s', 's', 30, { valueType: 'bool', valueMap: states }), { s: true })).toBe(true);
     expect(one(m('s', 's', 36, { valueMap: states }), { s: 4.5 })).toBe(4.5);
     // the mapped value is what valueType reads: a string "on" is no float
-    expect(one(m('s', 's', 36, { valueMap: states }), { s: 1 })).toBe(`value "on" at path 's' is not a float`);
+    expect(one(m('s', 's', 36, { valueMap: states }), { s: 1 })).toBe(`value "on" at path 's' is not a float: valueType "float" reads what the value map gave for "1" (set "valueType": "string")`);
+    // a boolean mapped without "valueType": "bool": the error says which valueType reads it
+    expect(one(m('s', 's', 1, { valueMap: states }), { s: 'RUN' })).toBe(`value true at path 's' is not a float: valueType "float" reads what the value map gave for "RUN" (set "valueType": "bool")`);
+    expect(one(m('s', 's', 36, { valueType: 'bool', valueMap: states }), { s: '4.5' })).toBe(`value 4.5 at path 's' is not a bool: valueType "bool" reads what the value map gave for "4.5" (set "valueType": "float")`);
+    // without a value map the error is as it was
+    expect(one(m('s', 's', 36), { s: true })).toBe(`value true at path 's' is not a float`);
   });
 
   it('a raw value not in the map fails with its text in double quotes', () => {
@@ -136,7 +141,7 @@ describe('valueMap (CONTRACT 5.5)', () => {
     expect(one(mapping, { st: 'FAULT' })).toBe(`value "FAULT" at path 'st' is not in the value map`);
     expect(one(mapping, { st: 3 })).toBe(`value "3" at path 'st' is not in the value map`);
     // 4.50 is looked up by its JSON text "4.5", found, and its 4.5 is no bool
-    expect(one(mapping, { st: 4.50 })).toBe(`value 4.5 at path 'st' is not a bool`);
+    expect(one(mapping, { st: 4.50 })).toBe(`value 4.5 at path 'st' is not a bool: valueType "bool" reads what the value map gave for "4.5" (set "valueType": "float")`);
     expect(one(mapping, { st: false })).toBe(`value "false" at path 'st' is not in the value map`);
     expect(one(mapping, { st: { a: 1 } })).toBe(`value "{"a":1}" at path 'st' is not in the value map`);
     expect(one(mapping, { st: 'x'.repeat(200) })).toBe(`value "${'x'.repeat(77)}..." at path 'st' is not in the value map`);
@@ -173,6 +178,21 @@ describe('scale (CONTRACT 5.5)', () => {
     ['a product that overflows alone, ranges off zero', { raw: [-1e300, 1e300], scaled: [-1e300, 1e300], clamp: false }, 5e299, 5e299],
   ])('%s', (_what, scale, v, expected) => {
     expect(scaled(scale, v)).toBeCloseTo(expected, 9);
+  });
+
+  it.each<[Scale, number, number]>([
+    // CONTRACT 5.5: rounded to 15 significant digits — exactly these numbers, no binary noise
+    [{ factor: 0.01, offset: 0 }, 3024, 30.24], [{ factor: 0.01, offset: 0 }, 4005, 40.05], [{ factor: 0.1, offset: 0 }, 3, 0.3],
+    [{ factor: 0.1, offset: 0.2 }, 1, 0.3], [{ factor: 1, offset: 0 }, 123456789012345, 123456789012345], [{ factor: 1, offset: 0 }, 1234567890123456, 1234567890123460],
+    [{ factor: 1e-20, offset: 0 }, 3, 3e-20], [{ raw: [0, 3], scaled: [0, 1], clamp: false }, 1, 0.333333333333333], [{ factor: -0.01, offset: 0 }, 3024, -30.24],
+  ])('rounded: %j of %d is exactly %d', (scale, v, expected) => {
+    expect(scaled(scale, v)).toBe(expected);
+    expect(JSON.stringify(scaled(scale, v))).toBe(JSON.stringify(expected));
+  });
+
+  it('what does not scale to a finite number stays so (refused by the mapping)', () => {
+    expect(scaled({ factor: 1e300, offset: 0 }, 1e300)).toBe(Infinity);
+    expect(scaled({ factor: -1e300, offset: 0 }, 1e300)).toBe(-Infinity);
   });
 
   it('is applied after valueType and before the type\'s conversion; what is no number fails as the type says', () => {
@@ -258,6 +278,61 @@ describe('array bodies (CONTRACT 5.5)', () => {
     expect(errorCommands('c', 't', r2.left)).toEqual([
       ['xadd', 'connectors:c:errors', 'MAXLEN', '~', '10000', '*', 'topic', 't', 'signalId', 'temp', 'error', `invalid timestamp at path 'ts': "x"`, 'casdu', '1', 'ioa', '1', 'item', '0'],
     ]);
+  });
+
+  describe('"array": "whole": a gateway\'s array of devices, one document (CONTRACT 5.5)', () => {
+    const devices: Payload = { kind: 'items', items: [{ id: 'T1', temp_raw: 2150, state: 'RUN' }, { id: 'T2', temp_raw: 3024, state: 'STOP' }] };
+    const t1 = m('t1', '[id=T1].temp_raw', 36, { ioa: 1, array: 'whole', scale: { factor: 0.01, offset: 0 } });
+    const t2 = m('t2', '[id=T2].temp_raw', 36, { ioa: 2, array: 'whole', scale: { factor: 0.01, offset: 0 } });
+    const s2 = m('s2', '[-1].state', 1, { ioa: 3, array: 'whole', valueType: 'bool', valueMap: { RUN: true, STOP: false } });
+
+    it('each whole mapping applied once, picking its own device; the values rounded', () => {
+      const r = applyToPayload([t1, t2, s2], devices, RECEIVED, 'src');
+      if (E.isLeft(r)) throw new Error(JSON.stringify(r.left.failed.map((f) => f.error)));
+      expect(r.right.map((p) => [p.mapping.name, p.point.ioa, p.point.value])).toEqual([['t1', 1, 21.5], ['t2', 2, 30.24], ['s2', 3, false]]);
+      expect(okBody('t', r.right, 2)).toStrictEqual({ topic: 't', items: 2, succeeded: ['t1', 't2', 's2'] });
+    });
+
+    it('each and whole on one topic: each on every item, whole once after them; M = N × each + whole; whole failures carry no item', () => {
+      const id = m('id', 'id', 32, { ioa: 9, valueType: 'int', valueMap: { T1: 1, T2: 2 } });
+      const ok = applyToPayload([t1, id, t2], devices, RECEIVED, 'src');
+      if (E.isLeft(ok)) throw new Error('unexpected');
+      expect(ok.right.map((p) => [p.mapping.name, p.point.value])).toEqual([['id', 1], ['id', 2], ['t1', 21.5], ['t2', 30.24]]);
+      expect(okBody('t', ok.right, 2).succeeded).toEqual(['id', 't1', 't2']);
+      const missing = m('t3', '[id=T3].temp_raw', 36, { ioa: 4, array: 'whole' });
+      const bad = applyToPayload([t1, id, missing], { kind: 'items', items: [...devices.items, { id: 'T9', temp_raw: 1 }] }, RECEIVED, 'src');
+      if (E.isRight(bad)) throw new Error('expected failures');
+      expect(failureBody('t', bad.left, 3)).toEqual({
+        topic: 't', message: '2 of 5 mappings failed', items: 3,
+        failed: [
+          { signalId: 'id', error: `value "T9" at path 'id' is not in the value map`, item: 2 },
+          { signalId: 't3', error: "value not found at path '[id=T3].temp_raw'" },
+        ],
+        succeeded: [{ signalId: 't1' }],
+      });
+      expect(errorCommands('c', 't', bad.left).map((c) => c.slice(-2))).toEqual([['item', '2'], ['ioa', '4']]);
+    });
+
+    it('on an object body "whole" changes nothing', () => {
+      const r = applyToPayload([m('v', 'v', 36, { array: 'whole' })], { kind: 'object', value: { v: 3 } }, RECEIVED, 'src');
+      expect(E.isRight(r) && r.right[0]!.point.value).toBe(3);
+    });
+
+    it('every mapping failed on every item of an array: the message says each was applied to every item, and names "array": "whole"', () => {
+      const each = [m('t1', '[id=T1].temp_raw', 36, { ioa: 1 }), m('t2', '[id=T2].temp_raw', 36, { ioa: 2 })];
+      const r = applyToPayload(each, devices, RECEIVED, 'src');
+      if (E.isRight(r)) throw new Error('expected failures');
+      expect(failureBody('t', r.left, 2).message).toBe(`4 of 4 mappings failed: ${EACH_ITEM_HINT}`);
+      expect(EACH_ITEM_HINT).toContain('"array": "whole"');
+      // not when something succeeded, nor for an object body
+      const some = applyToPayload([...each, m('id', 'temp_raw', 36, { ioa: 3 })], devices, RECEIVED, 'src');
+      expect(E.isLeft(some) && failureBody('t', some.left, 2).message).toBe('4 of 6 mappings failed');
+      const object = applyToPayload(each, { kind: 'object', value: {} }, RECEIVED, 'src');
+      expect(E.isLeft(object) && failureBody('t', object.left).message).toBe('2 of 2 mappings failed');
+      // nor when only whole mappings failed
+      const wholes = applyToPayload([m('w', '[id=T7].x', 36, { array: 'whole' })], devices, RECEIVED, 'src');
+      expect(E.isLeft(wholes) && failureBody('t', wholes.left, 2).message).toBe('1 of 1 mappings failed');
+    });
   });
 
   it('a single object is answered exactly as before (no items)', () => {

@@ -1,3 +1,4 @@
+import { HELP } from '../src/cli/help';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,18 +45,23 @@ const launch = async (kind: 'outbound' | 'inbound', id: string, config: object =
 };
 
 describe('CLI basics', () => {
-  it('--version prints the package version; --help and each command --help exit 0', async () => {
+  it('--version prints the package version; --help, every command and every sub-command --help, and help COMMAND exit 0', async () => {
     const v = await runCli(['--version']);
     expect([v.code, v.stdout.trim()]).toEqual([0, pkg.version]);
-    for (const args of [['--help'], ['outbound', '--help'], ['inbound', '--help'], ['config', 'validate', '--help'], ['config', 'get', '--help'], ['config', 'set', '--help'], ['mappings', 'test', '--help']]) {
+    // every command the main help lists, and each group of sub-commands
+    const listed = [...new Set([...HELP.main!.matchAll(/^ {2}rest-connector ([a-z]+(?: [a-z]+)?)/gm)].map((m) => m[1]!.split(' ').filter((w) => /^[a-z]+$/.test(w)).join(' ')))];
+    expect(listed).toEqual(expect.arrayContaining(['outbound', 'inbound', 'config validate', 'config get', 'config set', 'mappings test', 'deadletter list', 'deadletter replay', 'deadletter purge', 'webhooks resend', 'webhooks render', 'healthcheck', 'help']));
+    const commands = [...listed, 'config', 'mappings', 'deadletter', 'webhooks'];
+    for (const args of [['--help'], ...commands.map((c) => [...c.split(' '), '--help']), ['help'], ['help', 'webhooks', 'render'], ['help', 'config']]) {
       const r = await runCli(args);
-      expect([args.join(' '), r.code]).toEqual([args.join(' '), 0]);
-      expect(r.stdout).toMatch(/Usage/);
+      expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, '']);
+      expect([args.join(' '), r.stdout]).toEqual([args.join(' '), expect.stringMatching(/Usage/)]);
     }
+    expect((await runCli(['webhooks', '--help'])).stdout).toContain('rest-connector webhooks render FILE --webhook N BATCH.json');
   });
 
   it('exits 2 on a usage error', async () => {
-    for (const args of [[], ['frobnicate'], ['outbound', 'extra'], ['config', 'nope'], ['config', 'get'], ['mappings', 'test', 'x.json']]) {
+    for (const args of [[], ['frobnicate'], ['outbound', 'extra'], ['config', 'nope'], ['config', 'get'], ['mappings', 'test', 'x.json'], ['config'], ['webhooks'], ['help', 'nope']]) {
       const r = await runCli(args);
       expect([args.join(' '), r.code]).toEqual([args.join(' '), 2]);
     }

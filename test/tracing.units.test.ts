@@ -16,7 +16,7 @@ const entry = (id: string, ioa: number, traceparent?: string): DecodedEntry => (
 it('a write stores its context as field traceparent of each XADD (after data), and nothing without one', () => {
   const path = compilePath('v');
   if (E.isLeft(path)) throw new Error('unexpected');
-  const mapping: Mapping = { name: 'a', topic: 't', casdu: 1, ioa: 7, type: 36, valuePath: path.right, valueType: 'float' };
+  const mapping: Mapping = { name: 'a', topic: 't', casdu: 1, ioa: 7, type: 36, valuePath: path.right, valueType: 'float', array: 'each' };
   const r = applyMappings([mapping, { ...mapping, ioa: 8 }], { v: 1 }, '2026-11-26T00:00:00.000Z', 'src');
   if (E.isLeft(r)) throw new Error('unexpected');
   const traced = writeCommands(r.right, 'src', 100, TP(1));

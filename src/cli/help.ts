@@ -22,7 +22,8 @@ Usage:
                                           print the body webhook N of FILE would get (its format)
   rest-connector healthcheck              probe /health/live where the running connector listens
                                           (Http:AddressFile); exit 0 healthy, 1 not
-  rest-connector --version | --help       (each command also takes --help)
+  rest-connector help [COMMAND]           this text, or a command's (as COMMAND --help)
+  rest-connector --version | --help       (each command and sub-command also takes --help)
 
 Startup parameters come from ./appsettings.json and environment variables (see README).`,
   outbound: `Usage: rest-connector outbound
@@ -87,3 +88,18 @@ stderr); 2 when Http:AddressFile is not set. The image's HEALTHCHECK runs the sa
 Applies the mappings of topic T in the settings FILE to the JSON object in PAYLOAD.json and
 prints the data points that would be written (exit 0) or the 422 body (exit 1). Writes nothing.`,
 };
+
+/** The groups of sub-commands: `rest-connector config --help` lists its sub-commands (from the main text), each with its own --help. */
+export const GROUPS = ['config', 'mappings', 'deadletter', 'webhooks'] as const;
+for (const group of GROUPS) {
+  const lines = HELP.main!.split('\n');
+  const own: string[] = [];
+  lines.forEach((line, i) => {
+    if (!line.startsWith(`  rest-connector ${group} `)) return;
+    own.push(line);
+    // a description on the lines after it (indented further)
+    for (let k = i + 1; k < lines.length && /^ {20,}\S/.test(lines[k]!); k++) own.push(lines[k]!);
+  });
+  HELP[group] = `Usage:\n${own.join('\n')}\n\nEach takes --help: rest-connector ${group} SUB-COMMAND --help.`;
+}
+

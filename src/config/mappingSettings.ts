@@ -2,7 +2,7 @@ import * as E from 'fp-ts/Either';
 import { pipe } from 'fp-ts/function';
 import type * as t from 'io-ts';
 import { compilePath, isObject, type CompiledPath } from '../mapping/path';
-import { CASDU_MAX, IOA_MAX, SCALED_TYPES, TYPE_CODES, VALUE_TYPES, type MappedValue, type Mapping, type Scale, type TypeCode, type ValueType } from '../mapping/types';
+import { CASDU_MAX, IOA_MAX, SCALED_TYPES, TYPE_CODES, VALUE_TYPES, type ArrayMode, type MappedValue, type Mapping, type Scale, type TypeCode, type ValueType } from '../mapping/types';
 import { describe, intIn, nonEmptyString, objectOf, optional, refine } from './codecs';
 
 /**
@@ -40,6 +40,10 @@ const valueMap = refine<ReadonlyMap<string, MappedValue>>('value map', (u) => {
   }
   return map.size > 0 ? E.right(map) : E.left('must have at least one entry');
 });
+
+/** CONTRACT 5.5: how a mapping takes an array body — on every item (`each`, the default), or once, as one document (`whole`). */
+const arrayMode = refine<ArrayMode>('array mode', (u) =>
+  u === 'each' || u === 'whole' ? E.right(u) : E.left(`must be "each" (every item of an array body) or "whole" (the array as one document), got ${describe(u)}`));
 
 const SCALE_SHAPES = 'a scale is {"factor", "offset"} or {"raw", "scaled", "clamp"}';
 const finite = (u: unknown): u is number => typeof u === 'number' && Number.isFinite(u);
@@ -102,6 +106,7 @@ export const MAPPING_FIELDS = {
     merge: (v) => (v === undefined ? {} : { scale: v }),
     fingerprint: (m) => [m.scale === undefined ? null : JSON.stringify(m.scale)],
   }),
+  array: field({ codec: optional(arrayMode), merge: (v) => ({ array: v ?? 'each' }), fingerprint: (m) => [m.array] }),
 };
 
 const FIELD_LIST = Object.entries(MAPPING_FIELDS) as Array<[string, MappingField<unknown>]>;
@@ -114,12 +119,24 @@ export const mappingWithDefaults = (stored: Readonly<Record<string, unknown>>): 
 
 export const mappingFingerprint = (m: Mapping): unknown[] => FIELD_LIST.flatMap(([, f]) => f.fingerprint(m));
 
-/** What no field's codec can see alone: names shared within a topic, a scale on a type that is no number (CONTRACT 5.5). */
+/**
+ * What no field's codec can see alone: names shared within a topic, a scale on a type that is no
+ * number, a `whole` mapping whose path does not begin with a selector or an index (CONTRACT 5.5).
+ */
 export const mappingProblems = (mappings: readonly Mapping[]): string[] => [
   ...duplicateNames(mappings),
-  ...mappings.flatMap((m, i) =>
-    m.scale !== undefined && !SCALED_TYPES.includes(m.type) ? [`mappings[${i}].scale: only types 13 and 36 are scaled, this mapping's type is ${m.type}`] : []),
+  ...mappings.flatMap((m, i) => [
+    ...(m.scale !== undefined && !SCALED_TYPES.includes(m.type) ? [`mappings[${i}].scale: only types 13 and 36 are scaled, this mapping's type is ${m.type}`] : []),
+    ...(m.array === 'whole' ? wholePathProblems(m, i) : []),
+  ]),
 ];
+
+/** A `whole` mapping reads the array as one document: each of its paths picks an item first. */
+const wholePathProblems = (m: Mapping, i: number): string[] =>
+  ([['valuePath', m.valuePath], ['timestampPath', m.timestampPath]] as const).flatMap(([name, p]) =>
+    p === undefined || p.source.startsWith('[')
+      ? []
+      : [`mappings[${i}].${name}: with "array": "whole" the path reads the array as one document and begins with a selector or an index ([id=T1].temp_raw, [0].v, [-1].ts), got '${p.source}'`]);
 
 /** Two mappings of one topic may not share a name: each problem names the later one and where the first is. */
 export const duplicateNames = (mappings: readonly Mapping[]): string[] => {

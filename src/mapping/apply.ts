@@ -38,7 +38,7 @@ const readValue = (m: Mapping, body: unknown): E.Either<string, boolean | number
   const raw = m.valueMap === undefined ? E.right(found.value) : mapped(m.valueMap, found.value, path);
   if (E.isLeft(raw)) return raw;
   const read = readAs(m.valueType, raw.right, path);
-  if (E.isLeft(read)) return read;
+  if (E.isLeft(read)) return m.valueMap === undefined ? read : E.left(mappedNotRead(m, found.value, raw.right as MappedValue, read.left));
   return m.scale === undefined ? convertTo(m.type, read.right, path) : scaleThenConvert(m.type, m.scale, read.right, path);
 };
 
@@ -48,6 +48,15 @@ const mapped = (map: ReadonlyMap<string, MappedValue>, raw: unknown, path: strin
   // Stryker disable next-line ConditionalExpression: a Map of strings has nothing under undefined either
   const found = text === undefined ? undefined : map.get(text);
   return found !== undefined ? E.right(found) : E.left(`value "${mapText(raw, text)}" at path '${path}' is not in the value map`);
+};
+
+/**
+ * CONTRACT 5.5: `valueType` reads what the value map gave, not the raw value — the error says so,
+ * and which `valueType` reads it (`{"RUN": true}` without `"valueType": "bool"`).
+ */
+const mappedNotRead = (m: Mapping, raw: unknown, given: MappedValue, error: string): string => {
+  const fits = typeof given === 'boolean' ? 'bool' : typeof given === 'string' ? 'string' : 'float';
+  return `${error}: valueType "${m.valueType}" reads what the value map gave for "${mapText(raw, valueText(raw))}" (set "valueType": "${fits}")`;
 };
 
 /** The raw value's text as an error shows it: as it is, cut like every value shown (CONTRACT 6.5); what has no text, as JSON. */
@@ -129,6 +138,19 @@ const applyAll = (
 export const applyMappings = (mappings: readonly Mapping[], body: unknown, receivedAt: string, source: string): E.Either<MappingFailures, readonly MappedPoint[]> =>
   applyAll(mappings, [body], receivedAt, source, false);
 
-/** CONTRACT 5.5: one object as `applyMappings`; an array body's items each, failures naming their item. */
-export const applyToPayload = (mappings: readonly Mapping[], payload: Payload, receivedAt: string, source: string): E.Either<MappingFailures, readonly MappedPoint[]> =>
-  payload.kind === 'object' ? applyMappings(mappings, payload.value, receivedAt, source) : applyAll(mappings, payload.items, receivedAt, source, true);
+/**
+ * CONTRACT 5.5: one object as `applyMappings`. An array body: the `each` mappings on every item,
+ * failures naming their item; the `whole` ones once, on the array as one document, after them
+ * (their points after the items', their failures without an item) — all or nothing together.
+ */
+export const applyToPayload = (mappings: readonly Mapping[], payload: Payload, receivedAt: string, source: string): E.Either<MappingFailures, readonly MappedPoint[]> => {
+  if (payload.kind === 'object') return applyMappings(mappings, payload.value, receivedAt, source);
+  const whole = mappings.filter((m) => m.array === 'whole');
+  if (whole.length === 0) return applyAll(mappings, payload.items, receivedAt, source, true);
+  const each = applyAll(mappings.filter((m) => m.array !== 'whole'), payload.items, receivedAt, source, true);
+  const once = applyAll(whole, [payload.items], receivedAt, source, false);
+  if (E.isRight(each) && E.isRight(once)) return E.right([...each.right, ...once.right]);
+  const failed = [...(E.isLeft(each) ? each.left.failed : []), ...(E.isLeft(once) ? once.left.failed : [])];
+  const failing = new Set(failed.map((f) => f.mapping));
+  return E.left({ failed, succeeded: mappings.filter((m) => !failing.has(m)) });
+};

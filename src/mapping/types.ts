@@ -19,7 +19,11 @@ export interface Mapping {
   readonly valueMap?: ReadonlyMap<string, MappedValue>;
   /** CONTRACT 5.5: linear scaling (types 13 and 36). */
   readonly scale?: Scale;
+  /** CONTRACT 5.5: on an array body, applied to every item (`each`) or once to the array (`whole`). */
+  readonly array: ArrayMode;
 }
+
+export type ArrayMode = 'each' | 'whole';
 
 /** What a value map gives in place of a raw value. */
 export type MappedValue = number | boolean | string;
