@@ -17,7 +17,7 @@ describe('Webhooks:AllowedNetworks and the blocked ranges', () => {
   it('parses CIDRs and addresses, IPv4 and IPv6; an entry that is neither is named', () => {
     expect(parseNetworks(' 10.0.0.0/8, 192.168.1.7 ,fd00::/8,::1')).toEqual(E.right(['10.0.0.0/8', '192.168.1.7', 'fd00::/8', '::1']));
     expect(parseNetworks('')).toEqual(E.right([]));
-    for (const bad of ['10.0.0.0/33', '10.0.0/8', 'fd00::/129', 'example.com', '10.0.0.0/8/1', '10.0.0.0/x', '1.2.3.4/', '[::1]/128', '1.2.3.4/-1', '::1/1280']) {
+    for (const bad of ['10.0.0.0/33', '10.0.0/8', 'fd00::/129', 'example.com', '10.0.0.0/8/1', '10.0.0.0/x', '1.2.3.4/', '[::1]/128', '1.2.3.4/-1', '::1/1280', '10.0.0.0/1e1', '10.0.0.0/0x8', '10.0.0.0/ 8']) {
       expect([bad, parseNetworks(`10.0.0.0/8,${bad}`)]).toEqual([bad, E.left(bad)]);
     }
     const startup = loadStartupSettings(collectRaw({}, { Id: 'x', Webhooks__AllowedNetworks: '10.0.0.0/8,nope' }), { requireId: true, hostname: 'h' });
@@ -39,8 +39,9 @@ describe('Webhooks:AllowedNetworks and the blocked ranges', () => {
     const allowed = ['127.0.0.2/32', '10.0.0.0/8', 'fd00::/8', '169.254.169.254'];
     expect(['127.0.0.2', '10.200.0.1', 'fd12::1', '169.254.169.254', '::ffff:10.0.0.1'].map((a) => refusalOf(allowed, a))).toEqual([undefined, undefined, undefined, undefined, undefined]);
     expect(['127.0.0.1', '11.0.0.1', 'fe80::1', '169.254.169.253', '::1'].map((a) => refusalOf(allowed, a))).toEqual(Array(5).fill('not in Webhooks:AllowedNetworks'));
-    // a name is no address: it is checked on what it resolves to
+    // a name is no address: it is checked on what it resolves to; brackets only around a whole address
     expect(refusalOf([], 'metadata.internal')).toBeUndefined();
+    for (const name of ['[169.254.169.254x', 'x169.254.169.254]', '[169.254.169.254', '169.254.169.254]']) expect([name, refusalOf([], name)]).toEqual([name, undefined]);
     expect(BLOCKED_NETWORKS).toHaveLength(8);
   });
 

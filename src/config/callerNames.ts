@@ -37,8 +37,7 @@ export const parseApiKeys = (value: string): E.Either<string, ApiKey[]> => {
   const keys: ApiKey[] = [];
   for (const [i, entry] of entries.entries()) {
     const eq = entry.indexOf('=');
-    const colon = entry.indexOf(':');
-    if (eq >= 0 && colon >= 0 && colon < eq) {
+    if (entry.slice(0, Math.max(eq, 0)).includes(':')) {
       return E.left(`entry ${i + 1} has a ':' before its first '=': a key's name holds only letters, digits, '.', '_' and '-' (a client certificate is the caller cn:{CN} by itself)`);
     }
     const name = entry.slice(0, eq);

@@ -35,7 +35,7 @@ export interface RateWindowState {
   readonly usedUp: boolean;
 }
 
-/** Each caller's windows that are current or still have requests to answer, oldest first. */
+/** Each caller's windows that are current or still have requests to answer. */
 export type RateState = ReadonlyMap<string, readonly RateWindowState[]>;
 
 /** What to do now: answer the request, or wait; and a count to start (`by` requests of window `second`). */
@@ -47,18 +47,18 @@ export interface RateStep {
 }
 
 const fresh = (second: number): RateWindowState => ({ second, waiting: 0, counting: 0, usedUp: false });
-const idle = (w: RateWindowState): boolean => w.waiting === 0 && w.counting === 0;
+/** Nothing left to answer: no count in flight (a waiting request always has one, invariant 2). */
+const idle = (w: RateWindowState): boolean => w.counting === 0;
 
 /**
  * The caller's windows with `w` in place of its window of that second; windows older than the
  * newest that have nothing left to answer are dropped (invariant 1: only the newest is current).
+ * The newest is always kept, so a caller once seen always has a window.
  */
 const put = (state: RateState, caller: string, w: RateWindowState): RateState => {
   const others = (state.get(caller) ?? []).filter((o) => o.second !== w.second);
   const newest = Math.max(w.second, ...others.map((o) => o.second));
-  const kept = [...others, w].filter((o) => o.second === newest || !idle(o)).sort((a, b) => a.second - b.second);
-  const next = new Map(state);
-  return kept.length > 0 ? next.set(caller, kept) : (next.delete(caller), next);
+  return new Map(state).set(caller, [...others, w].filter((o) => o.second === newest || !idle(o)));
 };
 
 const windowOf = (state: RateState, caller: string, second: number): RateWindowState | undefined =>
