@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 // The script `npm run demo` runs after building (npm test has built already).
@@ -22,5 +22,11 @@ it('npm run demo shows a payload become data points and arrive at the webhook, t
   expect(code).toBe(0);
   expect(out).toMatch(/inbound POST #1 -> 200 \{"topic":"plant-a","succeeded":\["boiler-temp","pump-running","tap-position"\]\}/);
   expect(out).toMatch(/webhook received batch \d+-\d+_\d+-\d+ with 3 data points:\n {4}casdu 1 ioa 1001 value [\d.]+ at /);
-  expect(out).toMatch(/stopped\.\n$/);
+  // the logs it named are still there after it stopped, and hold the connectors' lines
+  const kept = /stopped\. The connectors' logs are kept: (\S+inbound\.log) and (\S+outbound\.log) \(rm -r (\S+) when done\)\.\n$/.exec(out);
+  expect(kept).not.toBeNull();
+  expect(out).toContain(`(logs: ${kept![1]})`);
+  expect(readFileSync(kept![1]!, 'utf8')).toContain('"msg":"inbound connector listening"');
+  expect(readFileSync(kept![2]!, 'utf8')).toContain('"msg":"outbound connector listening"');
+  rmSync(kept![3]!, { recursive: true, force: true });
 });

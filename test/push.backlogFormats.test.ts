@@ -167,6 +167,15 @@ it('refused: answered 400, then replayed by the operator in each format', async 
   await produce(0, 10);
   await eventually(async () => ((await backlogEntries(r.client, 'bf')).reduce((k, e) => k + PARSE[FORMATS[Number(e.webhook)]!.name](e.body!).length, 0) === 40 ? true : undefined), 30000, 'every point refused by every webhook');
   const entries = await expectEntries('bf', 'refused');
+  // deadletter list counts the points of every entry, whatever its format (JSONata's body included)
+  const listed = await runCli(['deadletter', 'list', '--id', 'bf'], { ConnectionStrings__Datastore: r.redis.url });
+  const stored = await backlogEntries(r.client, 'bf');
+  const counted = listed.stdout.trim().split('\n').filter((l) => / points /.test(l)).map((l) => [Number(/webhook (\d+)/.exec(l)![1]), Number(/ (\d+) points /.exec(l)?.[1] ?? NaN)]);
+  expect(counted).toHaveLength(stored.length);
+  for (let w = 0; w < FORMATS.length; w++) {
+    const inEntries = stored.filter((e) => Number(e.webhook) === w).reduce((k, e) => k + PARSE[FORMATS[w]!.name](e.body!).length, 0);
+    expect([FORMATS[w]!.name, counted.filter(([hook]) => hook === w).reduce((k, [, n]) => k + n!, 0)]).toEqual([FORMATS[w]!.name, inEntries]);
+  }
   mode = 'ok';
   const replay = await runCli(['deadletter', 'replay', '--id', 'bf'], { ConnectionStrings__Datastore: r.redis.url });
   expect([replay.code, replay.stdout.trim().split('\n').pop()]).toEqual([0, `delivered ${entries.length}, failed 0`]);

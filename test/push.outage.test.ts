@@ -69,6 +69,9 @@ it('a webhook down for 20 s under steady load gets every point afterwards, in st
   for (const [id, body] of t.bodies) expect(tally(healthy).bodies.get(id)).toBe(body);
   expect(c.logs().some((l) => l.msg === 'webhook state changed' && l.to === 'open')).toBe(true);
   expect(c.logs().some((l) => l.msg === 'webhook state changed' && l.to === 'healthy')).toBe(true);
+  // healthy again: no error stands; when the last failure was is still shown
+  const healed = (await request(`${base}/api/webhooks`)).json() as { webhooks: Array<Record<string, unknown>> };
+  expect(healed.webhooks[1]).toMatchObject({ state: 'healthy', backlog: 0, lastError: null, lastFailureAt: expect.stringMatching(/^\d{4}-/) });
 });
 
 it('the cap drops the oldest backlog entries, and every dropped batch is logged and counted', async () => {

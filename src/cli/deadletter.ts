@@ -4,8 +4,8 @@ import { lastValueFrom } from 'rxjs';
 import { safeUrl } from '../config/urls';
 import { deadLetterStream } from '../mapping/keys';
 import { readBacklog } from '../streams/webhook/backlog';
-import { backlogBatch, type BacklogEntry } from '../streams/webhook/backlogEntry';
-import { JSON_CONTENT_TYPE, storedPoints } from '../streams/webhook/body';
+import { backlogBatch, entryPoints, type BacklogEntry } from '../streams/webhook/backlogEntry';
+import { JSON_CONTENT_TYPE } from '../streams/webhook/body';
 import type { ClientTracing } from '../streams/webhook/client';
 import { enableWebhook } from '../streams/webhook/disabledMarks';
 import { deliveryDefaults, type DeliverySettings, type WebhookSubscription } from '../streams/webhook/subscription';
@@ -47,7 +47,8 @@ export const parseTime = (t: string): number | undefined => {
 /** When the entry was dead-lettered: its stream ID's milliseconds. */
 const entryTime = (e: BacklogEntry): number => Number(e.id.split('-')[0]);
 
-const points = (e: BacklogEntry): number => storedPoints(e.body, e.contentType);
+/** How many points an entry holds (`?` for an older entry whose body does not say: JSONata's). */
+const points = (e: BacklogEntry): string => String(entryPoints(e) ?? '?');
 
 const matches = (a: DeadletterArgs) => (e: BacklogEntry): boolean =>
   (a.webhook === undefined || e.webhook === a.webhook) &&

@@ -4,7 +4,7 @@
  * every second. Ctrl-C stops everything it started. DEMO_DURATION_SECONDS ends it by itself.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, createWriteStream } from 'node:fs';
+import { mkdtempSync, createWriteStream } from 'node:fs';
 import { createServer as createHttpServer, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -123,8 +123,8 @@ const main = async () => {
     receiver.close();
     client.disconnect();
     await new Promise((r) => (redis.exitCode !== null ? r(null) : (redis.once('exit', r), redis.kill('SIGTERM'))));
-    rmSync(dir, { recursive: true, force: true });
-    say('stopped.');
+    // the connectors' logs stay where the demo said they are (Redis saved nothing there)
+    say(`stopped. The connectors' logs are kept: ${join(dir, 'inbound.log')} and ${join(dir, 'outbound.log')} (rm -r ${dir} when done).`);
     process.exit(0);
   };
   process.on('SIGINT', () => void stop());

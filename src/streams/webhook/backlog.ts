@@ -110,13 +110,14 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
     known.delete(id);
     removed.add(id);
   };
-  const fields = (e: Pick<BacklogEntry, 'webhookId' | 'error' | 'attempts' | 'reason' | 'contentType' | 'traces' | 'cause'>, body: string | Buffer): Array<string | Buffer> => [
+  const fields = (e: Pick<BacklogEntry, 'webhookId' | 'error' | 'attempts' | 'reason' | 'contentType' | 'traces' | 'cause' | 'points'>, body: string | Buffer): Array<string | Buffer> => [
     'webhook', String(o.index), 'url', url, 'webhookId', e.webhookId, 'error', e.error, 'attempts', String(e.attempts), 'body', body, 'reason', e.reason,
     // absent for JSON (CONTRACT 4.7: a missing one means application/json), as every entry before formats
     ...(e.contentType === JSON_CONTENT_TYPE ? [] : ['contentType', e.contentType]),
     ...(e.traces === '' ? [] : ['traces', e.traces]),
     // CONTRACT 4.7: an interrogation's or resend's request is sent again with its Webhook-Cause
     ...(e.cause === undefined ? [] : ['cause', e.cause]),
+    ...(e.points === undefined ? [] : ['points', String(e.points)]),
   ];
   const xadd = async (f: Array<string | Buffer>): Promise<string> => decodeStreamId(await o.redis.xadd(stream, 'MAXLEN', '~', String(o.maxLength), '*', ...f));
   /** The entry as stored, or null when it is gone. */
@@ -170,7 +171,7 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
     append: (batch, body, reason, error, attempts) =>
       persistHere(async () => {
         const id = await xadd(fields({
-          webhookId: batch.webhookId, error, attempts, reason, contentType: body.contentType, traces: encodeTraces(batch.traces ?? []),
+          webhookId: batch.webhookId, error, attempts, reason, contentType: body.contentType, traces: encodeTraces(batch.traces ?? []), points: batch.size,
           ...(batch.cause === undefined ? {} : { cause: batch.cause }),
         }, body.bytes));
         // known from the moment it is written: if the cap trims it before it is delivered, it is reported

@@ -10,7 +10,8 @@ import { JSON_CONTENT_TYPE, storedContent, storedPoints } from './body';
  * user information or query), `webhookId`, `error`, `attempts`, `body` (as it was rendered for the
  * webhook), `reason`, `contentType` when the body is not `application/json`, `cause` for an
  * interrogation's, a periodic interrogation's or a resend's request (CONTRACT 4.6, 4.7: sent again
- * with its `Webhook-Cause`), and `traces` when the
+ * with its `Webhook-Cause`), `points` (how many data points the batch holds, whatever its format),
+ * and `traces` when the
  * batch's entries carried trace contexts (CONTRACT 9: a redriven or replayed request links to them
  * as the first attempt did): `{entry id} {traceparent}` pairs, space-separated. Pure: what an entry
  * says, and the order entries are redriven in.
@@ -38,6 +39,8 @@ export interface BacklogEntry extends BacklogItem {
   readonly traces: string;
   /** Why the batch was sent, when not as a live batch (`cause`); absent for a live one. */
   readonly cause?: Cause;
+  /** How many data points the batch holds (`points`), whatever its format; absent in entries written before it was. */
+  readonly points?: number;
 }
 
 const CAUSES: ReadonlySet<string> = new Set<Cause>(['interrogation', 'periodic', 'resend']);
@@ -62,8 +65,8 @@ const isStreamId = (s: string): boolean => /^[0-9]+-[0-9]+$/.test(s);
  * replay alike; it is recorded already and goes to its own webhook only. Its size is read from the
  * body when asked for (a trace's attribute, the delivery lag's count).
  */
-export const backlogBatch = (entry: Pick<BacklogEntry, 'id' | 'webhookId' | 'body' | 'contentType' | 'traces' | 'cause'>): Batch => {
-  let size: number | undefined;
+export const backlogBatch = (entry: Pick<BacklogEntry, 'id' | 'webhookId' | 'body' | 'contentType' | 'traces' | 'cause' | 'points'>): Batch => {
+  let size: number | undefined = entry.points;
   return {
     webhookId: entry.webhookId, first: firstOf(entry.webhookId) || entry.id, ids: [], content: storedContent(entry.body, entry.contentType),
     get size() {
@@ -92,7 +95,18 @@ export const decodeBacklogEntry = (id: string, fields: readonly string[]): Backl
     traces: String(f.traces ?? ''),
     // an unknown cause (written by another version) is left out rather than sent as a header
     ...(typeof f.cause === 'string' && CAUSES.has(f.cause) ? { cause: f.cause as Cause } : {}),
+    ...(typeof f.points === 'string' && /^[0-9]+$/.test(f.points) ? { points: Number(f.points) } : {}),
   };
+};
+
+/**
+ * How many data points an entry holds: as written with it, else as its body shows (a body of the
+ * default format or of lines); undefined for an older entry whose body does not say (JSONata's).
+ */
+export const entryPoints = (e: Pick<BacklogEntry, 'points' | 'body' | 'contentType'>): number | undefined => {
+  if (e.points !== undefined) return e.points;
+  const n = storedPoints(e.body, e.contentType);
+  return n > 0 || /^\s*\{\s*"datapoints"\s*:/.test(e.body) ? n : undefined;
 };
 
 const INTERROGATION_ID = /^[gp]i-([0-9]+-[0-9]+)-([0-9]+)$/;

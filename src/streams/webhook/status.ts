@@ -143,8 +143,11 @@ export const laneObserver = (
     attempt: (r, n, seconds, willRetry) => {
       counter(attemptCounters, (result) => metrics.attempts.labels({ ...labels, result }), resultLabel(r)).inc();
       latency.observe(seconds);
-      if (r.ok) status.lastSuccessAt = now().toISOString();
-      else {
+      if (r.ok) {
+        status.lastSuccessAt = now().toISOString();
+        // the last attempt succeeded: no error stands (lastFailureAt still says when the last one failed)
+        status.lastError = null;
+      } else {
         status.lastFailureAt = now().toISOString();
         status.lastError = r.status !== undefined ? `HTTP ${r.status}` : r.reason;
         log.warn({ webhook: index, host, status: r.status, reason: r.reason, attempt: n, willRetry }, 'webhook attempt failed');
