@@ -186,3 +186,21 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     expect(Object.keys(secret.stringData)).toEqual(['connectionString']);
   });
 });
+
+describe('systemd units (deploy/systemd): the restart loop for a connector run on a host', () => {
+  it.each(['inbound', 'outbound'])('rest-connector-%s@.service: runs the command for that connector under its instance Id, restarts always, and passes systemd-analyze verify', (kind) => {
+    const unit = read(`deploy/systemd/rest-connector-${kind}@.service`);
+    const line = (key: string) => unit.split('\n').filter((l) => l.startsWith(`${key}=`)).map((l) => l.slice(key.length + 1));
+    expect(line('ExecStart')).toEqual([`/usr/bin/rest-connector ${kind}`]);
+    expect(line('Environment')).toEqual([`${PARAMETERS.id}=%i`]);
+    expect(line('Restart')).toEqual(['always']);
+    // a graceful stop within its own limit: systemd waits longer than the connector takes
+    expect(Number(line('TimeoutStopSec')[0]) * 1000).toBeGreaterThan(GRACE_MS);
+    // systemd's own check, on an instance of the unit (the command swapped for one that exists here, as root)
+    const dir = require('node:fs').mkdtempSync(join(require('node:os').tmpdir(), 'unit-'));
+    require('node:fs').writeFileSync(join(dir, `rest-connector-${kind}@.service`), unit.replace('/usr/bin/rest-connector', process.execPath).replace(/^User=.*$/m, 'User=root'));
+    // systemd-analyze: Debian's systemd package (.ci/run installs it; on macOS this check fails, saying so)
+    const verify = spawnSync('systemd-analyze', ['verify', join(dir, `rest-connector-${kind}@plant-a.service`)], { encoding: 'utf8' });
+    expect([verify.error?.message, verify.status, verify.stderr.split('\n').filter((l) => l.includes(dir))]).toEqual([undefined, 0, []]);
+  });
+});

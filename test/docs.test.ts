@@ -16,6 +16,10 @@ const linksOf = (text: string): string[] => {
   return [...prose.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g), ...prose.matchAll(/<([a-z][a-z0-9+.-]*:[^>\s]+)>/gi)].map((m) => m[1]!);
 };
 
+/** The anchors a markdown file's headings get (as GitHub makes them: lower case, punctuation dropped, spaces as -). */
+const anchorsOf = (text: string): Set<string> =>
+  new Set([...text.replace(/```[\s\S]*?```/g, '').matchAll(/^#{1,6} (.+)$/gm)].map((m) => m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-')));
+
 describe.each(markdown.map((f) => [relative(root, f), f]))('%s', (_name, file) => {
   const text = readFileSync(file, 'utf8');
 
@@ -27,6 +31,15 @@ describe.each(markdown.map((f) => [relative(root, f), f]))('%s', (_name, file) =
       return relative(root, target).startsWith('..') || !existsSync(target) || !(statSync(target).isFile() || statSync(target).isDirectory());
     });
     expect(bad).toEqual([]);
+  });
+
+  it('links to headings that exist: every #anchor names a heading of the file it points into', () => {
+    const broken = linksOf(text).filter((link) => link.includes('#') && !/^[a-z][a-z0-9+.-]*:/i.test(link)).filter((link) => {
+      const [path, anchor] = link.split('#') as [string, string];
+      const target = path === '' ? file : resolve(dirname(file), path);
+      return !existsSync(target) || !statSync(target).isFile() || !anchorsOf(readFileSync(target, 'utf8')).has(anchor);
+    });
+    expect(broken).toEqual([]);
   });
 
   it('names no path outside the repository', () => {
