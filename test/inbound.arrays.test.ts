@@ -46,7 +46,7 @@ it('an array of buffered readings: one MULTI/EXEC, every reading in the stream i
   const written = await entries();
   expect(written.map((p) => [p.ioa, p.value, p.timestamp])).toEqual([
     [1, 21.5, '2026-11-21T08:01:00.000Z'], [2, 0, expect.any(String)], [3, true, '2026-11-21T08:01:00.000Z'], [4, 1, expect.any(String)],
-    [1, 21.6, '2026-11-21T08:02:00.000Z'], [2, (2048 * 100) / 4095, expect.any(String)], [3, true, '2026-11-21T08:02:00.000Z'], [4, 2, expect.any(String)],
+    [1, 21.6, '2026-11-21T08:02:00.000Z'], [2, 50.01221001221, expect.any(String)], [3, true, '2026-11-21T08:02:00.000Z'], [4, 2, expect.any(String)],
     [1, 22, '2026-11-21T08:03:00.000Z'], [2, 100, expect.any(String)], [3, false, '2026-11-21T08:03:00.000Z'], [4, 3, expect.any(String)],
   ]);
   // without a timestamp path: the time the request was received, the same for every item
@@ -114,4 +114,40 @@ it('an item that is a number too large for a double (raw [1e400]) is 400 invalid
     expect([body, r.status, r.json()]).toEqual([body, 400, { code: 'invalid_body', message }]);
   }
   expect(await client.exists('process:updates', 'connectors:test-connector:errors')).toBe(0);
+});
+
+describe('a gateway\'s array of devices (examples/gateway-devices.json: "array": "whole")', () => {
+  const GATEWAY = (JSON.parse(require('node:fs').readFileSync(require('node:path').join(__dirname, '..', 'examples', 'gateway-devices.json'), 'utf8')) as { mappings: object[] }).mappings;
+  let gw: InProcess;
+  beforeEach(async () => {
+    gw = await startInProcess('inbound', buildInbound, r.redis, { mappings: GATEWAY }, { Http__MaxBatchItems: '5' });
+  });
+  afterEach(async () => gw.close());
+  const body = [{ id: 'T1', temp_raw: 2150, state: 'RUN' }, { id: 'T2', temp_raw: 3024, state: 'STOP' }];
+
+  it('each mapping picks its own device: one entry per mapping, the values rounded, in one MULTI', async () => {
+    const m = await monitored(() => postJson(`${gw.url}/api/datapoints?topic=gateway-3`, body));
+    expect([m.result.status, m.result.json()]).toEqual([200, { topic: 'gateway-3', items: 2, succeeded: ['t1-temp', 't1-running', 't2-temp', 't2-running'] }]);
+    expect(count(m.commands, 'multi')).toBe(1);
+    const stream = (await client.xrange('process:updates', '-', '+')).map(([, f]) => JSON.parse(f[f.indexOf('data') + 1]!) as { ioa: number; value: unknown });
+    expect(stream.map((p) => [p.ioa, p.value])).toEqual([[101, 21.5], [102, true], [201, 30.24], [202, false]]);
+    expect(JSON.parse((await client.get('process:image:casdu:7:ioa:201'))!).value).toBe(30.24);
+  });
+
+  it('a device missing fails its mappings without an item, and nothing is written', async () => {
+    const res = await postJson(`${gw.url}/api/datapoints?topic=gateway-3`, body.slice(0, 1));
+    expect(res.status).toBe(422);
+    expect(res.json()).toEqual({
+      topic: 'gateway-3', message: '2 of 4 mappings failed', items: 1,
+      failed: [{ signalId: 't2-temp', error: "value not found at path '[id=T2].temp_raw'" }, { signalId: 't2-running', error: "value not found at path '[id=T2].state'" }],
+      succeeded: [{ signalId: 't1-temp' }, { signalId: 't1-running' }],
+    });
+    expect(await client.exists('process:updates')).toBe(0);
+  });
+});
+
+it('mappings applied to every item of an array of devices, failing on each: the 422 says so and names "array": "whole"', async () => {
+  const r2 = await postJson(`${app.url}${url}`, [{ id: 'T1', temp_raw: 1 }, { id: 'T2', temp_raw: 2 }]);
+  expect(r2.status).toBe(422);
+  expect((r2.json() as { message: string }).message).toBe('8 of 8 mappings failed: each mapping was applied to every item of the array; for an array of devices, where each mapping picks its own, give the mapping "array": "whole" and a path that selects its item ([id=T1].temp_raw)');
 });
