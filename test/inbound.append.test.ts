@@ -3,7 +3,7 @@ import { Redis, type Redis as RedisClient } from 'ioredis';
 import { appendMode, refusedForScript } from '../src/http/inbound/appendMode';
 import { redisInboundStore, type StoreSession } from '../src/http/inbound/store';
 import type { MappedPoint } from '../src/mapping/apply';
-import { writeCommands } from '../src/mapping/commands';
+import { writeCommands, writePlan } from '../src/mapping/commands';
 import type { Mapping } from '../src/mapping/types';
 import { buildInbound } from '../src/runtime/inbound';
 import { postJson } from './helpers/http';
@@ -204,5 +204,38 @@ it('a transaction refused for its EVAL alone is told by the commands Redis refus
     expect(refusedForScript(undefined)).toBe(false);
   } finally {
     await client.call('ACL', 'DELUSER', 'noeval', 'nomset');
+  }
+});
+
+it('XADD revoked after the probe: the script fails inside the EXEC after the MSET — told as outcome unknown, never "nothing written"; no script is sent again on that connection', async () => {
+  await client.call('ACL', ...readmeAcl('latexadd', 'pw'));
+  const c = new Redis({ port: r.redis.port, host: '127.0.0.1', protocol: 2, username: 'latexadd', password: 'pw' });
+  const mapping = { name: 'm', topic: 't', casdu: 9, ioa: 1, type: 36 } as unknown as Mapping;
+  const points: MappedPoint[] = [1, 2, 3].map((ioa) => {
+    const point = { casdu: 9, ioa, type: 36 as const, value: ioa, timestamp: '2026-11-27T00:00:00.000Z', source: 's' };
+    return { mapping, point, json: JSON.stringify(point) };
+  });
+  try {
+    const store = redisInboundStore({ redis: c, isConnected: () => true, waitReplicas: 0, waitTimeoutMs: 100 });
+    const session = async () => {
+      const s = await store.session();
+      if (E.isLeft(s)) throw new Error(s.left.tag);
+      return s.right;
+    };
+    await eventually(async () => ((await session()).appendsByScript === true ? true : undefined), 20000, 'probed: the script is allowed');
+    await client.call('ACL', 'SETUSER', 'latexadd', '-xadd');
+    const first = await (await session()).exec(writePlan(points, 's', 1000));
+    expect(first).toEqual(E.left({ tag: 'unknown_outcome', partly: 'eval', error: expect.stringMatching(/^eval failed inside the transaction while the other commands were applied: ERR The user executing the script can't run this command/) }));
+    // the fault took effect as the contract fears: the image changed without its entries
+    expect([(await client.keys('process:image:*')).length, await client.exists('process:updates')]).toEqual([3, 0]);
+    await client.flushall();
+    // from now on XADDs, which Redis refuses when they are queued: nothing of the write runs
+    expect((await session()).appendsByScript).toBe(false);
+    const second = await (await session()).exec(writePlan(points, 's', 1000));
+    expect(second).toEqual(E.left({ tag: 'aborted', error: expect.stringMatching(/NOPERM.*'xadd'/) }));
+    expect([(await client.keys('process:image:*')).length, await client.exists('process:updates')]).toEqual([0, 0]);
+  } finally {
+    c.disconnect();
+    await client.call('ACL', 'DELUSER', 'latexadd');
   }
 });

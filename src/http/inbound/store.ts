@@ -66,17 +66,17 @@ type RedisFailure = Error & { readonly previousErrors?: readonly Error[] };
 /** The Redis error code of a reply (its first word, as the protocol sends it): undefined for an error that is no reply. */
 const codeOf = (e: Error): string | undefined => (e instanceof ReplyError ? e.message.split(' ', 1)[0] : undefined);
 
-/**
- * A failure as its tag. A reply of Redis's is told by its error code — of the reply, or of the
- * commands a `MULTI` refused to queue (`EXECABORT`: nothing of it ran): `READONLY`, `OOM`, else
- * refused. An error that is no reply is the connection's: the outcome of what was `sent` is unknown.
- */
 /** The error and the errors of the commands a `MULTI` refused to queue, as one text. */
 const errorText = (err: unknown): string => {
   const e = (err instanceof Error ? err : new Error(String(err))) as RedisFailure;
   return [...new Set([e, ...(e.previousErrors ?? [])].map((x) => x.message))].join('; ');
 };
 
+/**
+ * A failure as its tag. A reply of Redis's is told by its error code — of the reply, or of the
+ * commands a `MULTI` refused to queue (`EXECABORT`: nothing of it ran): `READONLY`, `OOM`, else
+ * refused. An error that is no reply is the connection's: the outcome of what was `sent` is unknown.
+ */
 export const failureOf = (err: unknown, sent: boolean): StoreFailure => {
   const e = (err instanceof Error ? err : new Error(String(err))) as RedisFailure;
   const all = [e, ...(e.previousErrors ?? [])];
@@ -180,7 +180,8 @@ const execOn = async (redis: Redis, mode: AppendMode, writes: readonly Write[]):
     const replies = await redis.multi(rendered as unknown as string[][]).exec();
     if (replies === null) return E.left({ tag: 'aborted', error: 'transaction aborted' });
     const outcome = partly(replies, rendered.map((c) => c[0]));
-    if (E.isLeft(outcome)) mode.refused('error' in outcome.left ? outcome.left.error : outcome.left.tag);
+    // the script failed inside the EXEC (its XADD refused since the probe): no script again until probed
+    if (E.isLeft(outcome) && outcome.left.tag === 'unknown_outcome' && outcome.left.partly === 'eval') mode.refused(outcome.left.error);
     return outcome;
   } catch (err) {
     if (!refusedForScript(err)) return E.left(failureOf(err, true));
