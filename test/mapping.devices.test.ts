@@ -329,6 +329,9 @@ describe('array bodies (CONTRACT 5.5)', () => {
       expect(E.isLeft(some) && failureBody('t', some.left, 2).message).toBe('4 of 6 mappings failed');
       const object = applyToPayload(each, { kind: 'object', value: {} }, RECEIVED, 'src');
       expect(E.isLeft(object) && failureBody('t', object.left).message).toBe('2 of 2 mappings failed');
+      // each and whole mappings that all failed: the hint too (some were applied to every item)
+      const mixed = applyToPayload([each[0]!, m('w', '[id=T9].x', 36, { array: 'whole' })], devices, RECEIVED, 'src');
+      expect(E.isLeft(mixed) && failureBody('t', mixed.left, 2).message).toBe(`3 of 3 mappings failed: ${EACH_ITEM_HINT}`);
       // nor when only whole mappings failed
       const wholes = applyToPayload([m('w', '[id=T7].x', 36, { array: 'whole' })], devices, RECEIVED, 'src');
       expect(E.isLeft(wholes) && failureBody('t', wholes.left, 2).message).toBe('1 of 1 mappings failed');
