@@ -281,5 +281,8 @@ it('any number of formats: 300 influx-line webhooks, each its own measurement (m
   }
   expect([...byMeasurement.keys()].sort()).toEqual(webhooks.map((_, k) => `m${k}`).sort());
   for (const seqs of byMeasurement.values()) expect([...new Set(seqs)].sort((a, b) => a - b)).toEqual(range(0, 3));
-  expect(await r.client.exists('connectors:many:deadletter')).toBe(0);
+  // nothing refused for its format (what a lost format would give); a request that timed out on a
+  // loaded machine (300 ms here) may have gone through the backlog, and been redriven, as any would
+  const backlog = (await r.client.xrange('connectors:many:deadletter', '-', '+')).map(([, f]) => [f[f.indexOf('reason') + 1], f[f.indexOf('error') + 1]]);
+  expect(backlog.filter(([reason, error]) => reason === 'refused' || String(error).startsWith('format:'))).toEqual([]);
 }, 90000);
