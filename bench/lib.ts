@@ -44,12 +44,18 @@ export const waitReady = async (url: string, timeoutMs = 15000): Promise<void> =
   throw new Error(`${url} not ready`);
 };
 
+/** Node options for our connector processes only, e.g. `BENCH_CONNECTOR_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"` (Node refuses --cpu-prof in NODE_OPTIONS). */
+const CONNECTOR_NODE_ARGS = (process.env.BENCH_CONNECTOR_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+
 /** A connector process of ours, logging to /dev/null (pino still formats and writes every line). */
 export const startConnector = (kind: 'inbound' | 'outbound', env: Record<string, string>, cli = CLI): ChildProcess =>
-  spawn(process.execPath, [cli, kind], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  spawn(process.execPath, [...CONNECTOR_NODE_ARGS, cli, kind], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+
+/** Node options for the bare pipeline of push-formats only (`bench/pushBare.ts`), as `BENCH_CONNECTOR_NODE_ARGS` for ours: to profile both alike. */
+const BARE_NODE_ARGS = (process.env.BENCH_BARE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 
 export const startScript = (file: string, args: string[], env: Record<string, string> = {}): ChildProcess =>
-  fork(join(__dirname, file), args, { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  fork(join(__dirname, file), args, { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], ...(file === 'pushBare.js' ? { execArgv: BARE_NODE_ARGS } : {}) });
 
 export const stop = (p: ChildProcess): Promise<void> =>
   new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r() : (p.once('exit', () => r()), p.kill('SIGTERM'))));
@@ -109,7 +115,10 @@ const statOf = (pid: number): string[] | undefined => {
  * evaluation processes, CONTRACT 4.7), plus what its children that ended have used (cutime, cstime),
  * in milliseconds: the whole job's CPU, wherever it runs.
  */
-export const treeCpuMs = (pid: number): number => {
+export const treeCpuMs = (pid: number): number => treeCpu(pid).total;
+
+/** `treeCpuMs`, with the system (kernel) part apart: what the process's syscalls cost — sockets, mostly. */
+export const treeCpu = (pid: number): { total: number; system: number } => {
   const parents = new Map<number, number[]>();
   for (const name of readdirSync('/proc')) {
     if (!/^[0-9]+$/.test(name)) continue;
@@ -119,13 +128,20 @@ export const treeCpuMs = (pid: number): number => {
     parents.set(ppid, [...(parents.get(ppid) ?? []), Number(name)]);
   }
   let ticks = 0;
+  let system = 0;
   const own = statOf(pid);
-  if (own !== undefined) ticks += Number(own[13]) + Number(own[14]);
+  if (own !== undefined) {
+    ticks += Number(own[13]) + Number(own[14]);
+    system += Number(own[14]);
+  }
   const walk = (p: number): void => {
     const f = statOf(p);
-    if (f !== undefined) ticks += Number(f[11]) + Number(f[12]);
+    if (f !== undefined) {
+      ticks += Number(f[11]) + Number(f[12]);
+      system += Number(f[12]);
+    }
     for (const c of parents.get(p) ?? []) walk(c);
   };
   walk(pid);
-  return ticks * 10;
+  return { total: ticks * 10, system: system * 10 };
 };

@@ -22,6 +22,9 @@ export const pushFormatsBefore = async (r: { port: number; client: Redis }) => {
   }
   const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
   const rate = Number(process.env.BENCH_PUSH_RATE ?? 15000);
+  // BENCH_BEFORE_ENV (a JSON object): the environment of the 'before' connector only — with
+  // BENCH_BEFORE_CLI naming this build's own cli.js, a setting's cost side by side
+  const BEFORE_ENV = JSON.parse(process.env.BENCH_BEFORE_ENV ?? '{}') as Record<string, string>;
   const rows: Row[] = [];
   const summary: Row[] = [];
   const only = process.env.BENCH_FORMATS?.split(',').map((x) => x.trim());
@@ -38,7 +41,7 @@ export const pushFormatsBefore = async (r: { port: number; client: Redis }) => {
         const port = await freePort();
         const webhooks = ports.slice(k * 5, k * 5 + 5).map((p) => ({ url: `http://127.0.0.1:${p}/hook`, ...(f.webhook ?? {}) }));
         await r.client.set(`connectors:${name}:config`, JSON.stringify({ hostUrls: [`http://127.0.0.1:${port}`], webhooks }));
-        procs.push([name, startConnector('outbound', { Id: name, ConnectionStrings__Datastore: `127.0.0.1:${r.port}`, Webhooks__TimeoutMilliseconds: '2000', Webhooks__MaxAttempts: '2' }, cli)]);
+        procs.push([name, startConnector('outbound', { Id: name, ConnectionStrings__Datastore: `127.0.0.1:${r.port}`, Webhooks__TimeoutMilliseconds: '2000', Webhooks__MaxAttempts: '2', ...(name === 'before' ? BEFORE_ENV : {}) }, cli)]);
         await waitReady(`http://127.0.0.1:${port}/health/ready`);
       }
       await sleep(1000);

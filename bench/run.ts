@@ -21,7 +21,7 @@ import { pushFormats } from './pushFormats';
 import { pushFormatsBefore } from './pushBefore';
 import {
   cpuMs, freePort, httpGet, memory, nextMessage, printTable, resetPeak, saveResult, SECONDS, sleep,
-  startConnector, startRedis, startScript, stop, treeCpuMs, waitReady, type Row,
+  startConnector, startRedis, startScript, stop, treeCpu, treeCpuMs, waitReady, type Row,
 } from './lib';
 
 export type Redises = { port: number; client: Redis };
@@ -319,7 +319,21 @@ export interface PushFigures {
   cpuUsPerPoint: number;
   /** Ours: what its `webhook_body_seconds_total` grew by over the same span, per point produced, by work (µs). */
   bodyUsPerPoint?: Record<string, number>;
+  /** Redis commands over the same span per 1,000 points produced (INFO commandstats; the producer's XADDs left out), all and by command. */
+  /** The share of that CPU time spent in the kernel (system time). */
+  systemShare: number;
+  /** Points a request carried, on average over the live receivers: the batches' size. */
+  pointsPerRequest: number;
+  redisPer1000: number;
+  redisByCommand: Record<string, number>;
 }
+
+/** Calls per command so far (INFO commandstats), lower-case names. */
+const commandCalls = async (r: Redises): Promise<Record<string, number>> => {
+  const out: Record<string, number> = {};
+  for (const m of (await r.client.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out[m[1]!] = Number(m[2]);
+  return out;
+};
 
 /** `webhook_body_seconds_total` of a connector, by work, in µs. */
 const bodyTimeOf = async (port: number): Promise<Record<string, number>> => {
@@ -387,20 +401,28 @@ export const pushRun = async (r: Redises, who: 'ours' | 'baseline' | 'bare' | 'b
   await sleep(300);
   const bodyBefore = who === 'ours' ? await bodyTimeOf(port) : {};
   // the whole job's CPU: the process and those under it (a JSONata format's evaluation process)
-  const cpuBefore = treeCpuMs(server.pid!);
+  const cpuBefore = treeCpu(server.pid!);
+  const callsBefore = await commandCalls(r);
   const producer = startScript('producer.js', [String(r.port), String(rate), String(SECONDS)], shape.traced === true ? { PRODUCER_TRACEPARENT: '1' } : {});
   const made = await nextMessage<{ produced: number; seconds: number }>(producer);
   /** What live receiver i should get: everything, or its filter's share. */
   const want = (i: number) => (shape.filtered ? wantedOf(ports.indexOf(live[i]!), shape.webhooks, made.produced) : made.produced);
   // let deliveries finish: until every live receiver has everything, or 10 s more
-  let report: Array<{ distinct: number; duplicates: number; p50: number; p99: number; first: number; last: number; points: number }> = [];
+  let report: Array<{ distinct: number; duplicates: number; p50: number; p99: number; first: number; last: number; points: number; requests: number }> = [];
   for (let i = 0; i < 100; i++) {
     receivers.send('report');
     report = await nextMessage(receivers);
     if (report.every((x, i) => x.distinct >= want(i))) break;
     await sleep(100);
   }
-  const cpuUsPerPoint = ((treeCpuMs(server.pid!) - cpuBefore) * 1000) / Math.max(1, made.produced);
+  const cpuAfter = treeCpu(server.pid!);
+  const cpuUsPerPoint = ((cpuAfter.total - cpuBefore.total) * 1000) / Math.max(1, made.produced);
+  const systemShare = (cpuAfter.system - cpuBefore.system) / Math.max(1, cpuAfter.total - cpuBefore.total);
+  const callsAfter = await commandCalls(r);
+  const redisByCommand = Object.fromEntries(Object.entries(callsAfter)
+    .filter(([c]) => c !== 'xadd' && c !== 'info')
+    .map(([c, n]) => [c, ((n - (callsBefore[c] ?? 0)) * 1000) / Math.max(1, made.produced)] as const)
+    .filter(([, n]) => n > 0));
   const bodyAfter = who === 'ours' ? await bodyTimeOf(port) : undefined;
   await stop(server);
   await stop(receivers);
@@ -417,6 +439,10 @@ export const pushRun = async (r: Redises, who: 'ours' | 'baseline' | 'bare' | 'b
     p99s: liveReports.map((x) => x.p99),
     throughput: Math.min(...liveReports.map((x) => x.distinct / Math.max(0.001, (x.last - x.first) / 1000 + 0.001))),
     cpuUsPerPoint,
+    systemShare,
+    pointsPerRequest: liveReports.reduce((a, x) => a + x.points, 0) / Math.max(1, liveReports.reduce((a, x) => a + x.requests, 0)),
+    redisPer1000: Object.values(redisByCommand).reduce((a, b) => a + b, 0),
+    redisByCommand,
     ...(bodyAfter !== undefined ? { bodyUsPerPoint: Object.fromEntries(Object.entries(bodyAfter).map(([w, us]) => [w, (us - (bodyBefore[w] ?? 0)) / Math.max(1, made.produced)])) } : {}),
   };
 };
@@ -424,7 +450,9 @@ export const pushRun = async (r: Redises, who: 'ours' | 'baseline' | 'bare' | 'b
 export const pushRow = (who: string, f: PushFigures): Row => ({
   who, 'target/s': f.rate, 'produced/s': Math.round(f.producedPerSecond),
   'delivered %': f.delivered.map((d) => (d * 100).toFixed(1)).join(' / '),
-  'p50 ms': f.p50, 'p99 ms': f.p99, 'points/s per receiver': Math.round(f.throughput), 'CPU µs/point': f.cpuUsPerPoint,
+  'p50 ms': f.p50, 'p99 ms': f.p99, 'points/s per receiver': Math.round(f.throughput), 'CPU µs/point': f.cpuUsPerPoint, 'of it system %': Math.round(f.systemShare * 100), 'points/request': Math.round(f.pointsPerRequest),
+  'Redis cmds/1000 points': f.redisPer1000,
+  'by command': Object.entries(f.redisByCommand).sort(([, a], [, b]) => b - a).map(([c, n]) => `${c} ${n.toFixed(1)}`).join(', '),
 });
 
 export const complete = (f: PushFigures, deadFirst = false) => f.delivered.every((d, i) => (deadFirst && i === 0) || d >= 1);
