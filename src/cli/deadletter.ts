@@ -1,15 +1,12 @@
 import * as E from 'fp-ts/Either';
 import type { Redis } from 'ioredis';
-import { lastValueFrom } from 'rxjs';
-import { safeUrl } from '../config/urls';
-import { deadLetterStream } from '../mapping/keys';
-import { readBacklog } from '../streams/webhook/backlog';
-import { backlogBatch, entryPoints, type BacklogEntry } from '../streams/webhook/backlogEntry';
+import { entryPoints, type BacklogEntry } from '../streams/webhook/backlogEntry';
+import { listBacklog, purgeBacklog, replayBacklog } from '../streams/webhook/backlogOps';
 import { JSON_CONTENT_TYPE } from '../streams/webhook/body';
 import type { ClientTracing } from '../streams/webhook/client';
-import { enableWebhook } from '../streams/webhook/disabledMarks';
-import { deliveryDefaults, type DeliverySettings, type WebhookSubscription } from '../streams/webhook/subscription';
-import { operatorWebhook, storedSubscriptions, type OperatorWebhook } from './webhooks';
+import { deliveryDefaults, type DeliverySettings } from '../streams/webhook/subscription';
+import { USER_AGENT } from '../version';
+import { storedSubscriptions } from './webhooks';
 import { operatorStartup, takeFlag, takeOption, usage, withRedis, type Io, type Outcome } from './common';
 import { HELP } from './help';
 import { withCliTracing } from './tracing';
@@ -44,27 +41,15 @@ export const parseTime = (t: string): number | undefined => {
   return Number.isNaN(ms) ? undefined : ms;
 };
 
-/** When the entry was dead-lettered: its stream ID's milliseconds. */
-const entryTime = (e: BacklogEntry): number => Number(e.id.split('-')[0]);
-
 /** How many points an entry holds (`?` for an older entry whose body does not say: JSONata's). */
 const points = (e: BacklogEntry): string => String(entryPoints(e) ?? '?');
-
-const matches = (a: DeadletterArgs) => (e: BacklogEntry): boolean =>
-  (a.webhook === undefined || e.webhook === a.webhook) &&
-  (a.since === undefined || entryTime(e) >= a.since) &&
-  (a.before === undefined || entryTime(e) < a.before);
-
-/** The subscription an entry belongs to in the current configuration: by its index, or (older entries without one) its URL. */
-const subscriptionOf = (e: BacklogEntry, subs: readonly WebhookSubscription[]): WebhookSubscription | undefined =>
-  e.webhook !== null ? subs[e.webhook] : subs.find((s) => safeUrl(s.webhook.url) === e.url);
 
 export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promise<{ code: number; message?: string }> => {
   switch (a.sub) {
     case 'list': {
-      const got = await d.withRedis((r) => readBacklog(r, a.id));
+      const got = await d.withRedis((r) => listBacklog(r, a.id, a));
       if (E.isLeft(got)) return { code: 1, message: got.left };
-      const selected = got.right.filter(matches(a));
+      const selected = got.right;
       for (const e of selected) {
         // the body's content type as the entry keeps it (CONTRACT 4.7): only when it is not JSON
         if (a.json) {
@@ -80,60 +65,19 @@ export const runDeadletter = async (a: DeadletterArgs, d: DeadletterDeps): Promi
       return { code: 0 };
     }
     case 'purge': {
-      const got = await d.withRedis(async (r) => {
-        const ids = (await readBacklog(r, a.id)).filter(matches(a)).map((e) => e.id);
-        for (let i = 0; i < ids.length; i += 1000) await r.xdel(deadLetterStream(a.id), ...ids.slice(i, i + 1000));
-        return ids.length;
-      });
+      const got = await d.withRedis((r) => purgeBacklog(r, a.id, a));
       if (E.isLeft(got)) return { code: 1, message: got.left };
       d.out(`purged ${got.right}`);
       return { code: 0 };
     }
     case 'replay': {
-      // one client and sending (rate cap) per subscription, as the connector has
-      const webhooks = new Map<number, OperatorWebhook>();
-      const webhookOf = (s: WebhookSubscription) => {
-        let w = webhooks.get(s.index);
-        if (w === undefined) webhooks.set(s.index, (w = operatorWebhook(s, { tracing: d.tracing })));
-        return w;
-      };
-      try {
-        const got = await d.withRedis(async (r) => {
-          const subs = await storedSubscriptions(r, a.id, d.delivery);
-          let delivered = 0;
-          let failed = 0;
-          const enabled = new Set<number>();
-          for (const e of (await readBacklog(r, a.id)).filter(matches(a))) {
-            const s = subscriptionOf(e, subs);
-            if (s === undefined) {
-              failed++;
-              d.out(`${e.id}  ${e.webhookId}: failed: webhook ${e.webhook ?? e.url} is not configured`);
-              continue;
-            }
-            // CONTRACT 4.4: once, without retries, to the webhook's current URL, whatever the circuit and the reason;
-            // within the webhook's rate cap (4.5)
-            const { r: result } = await lastValueFrom(webhookOf(s).sending.once$(backlogBatch(e)));
-            if (result.ok) {
-              await r.xdel(deadLetterStream(a.id), e.id);
-              // CONTRACT 4.5: a webhook disabled by 410 Gone is enabled again by a replay that succeeds
-              if (!enabled.has(s.index)) {
-                enabled.add(s.index);
-                await enableWebhook(r, a.id, s);
-              }
-              delivered++;
-            } else {
-              failed++;
-              d.out(`${e.id}  ${e.webhookId}: failed: ${result.reason}`);
-            }
-          }
-          return { delivered, failed };
-        });
-        if (E.isLeft(got)) return { code: 1, message: got.left };
-        d.out(`delivered ${got.right.delivered}, failed ${got.right.failed}`);
-        return { code: got.right.failed > 0 ? 1 : 0 };
-      } finally {
-        for (const w of webhooks.values()) w.client.close();
-      }
+      const got = await d.withRedis(async (r) =>
+        replayBacklog(r, a.id, a, await storedSubscriptions(r, a.id, d.delivery), {
+          userAgent: USER_AGENT, tracing: d.tracing, failed: (e, reason) => d.out(`${e.id}  ${e.webhookId}: failed: ${reason}`),
+        }));
+      if (E.isLeft(got)) return { code: 1, message: got.left };
+      d.out(`delivered ${got.right.delivered}, failed ${got.right.failed}`);
+      return { code: got.right.failed > 0 ? 1 : 0 };
     }
   }
 };

@@ -3,9 +3,8 @@ import type { Redis } from 'ioredis';
 import { parseManagedSettings } from '../config/managed';
 import { loadWebhookFiles } from '../config/webhookFiles';
 import { configKey } from '../mapping/keys';
-import { exponentialBackoff } from '../streams/webhook/answers';
-import { webhookClient, type ClientTracing, type WebhookClient } from '../streams/webhook/client';
-import { webhookSending, type Sending } from '../streams/webhook/sending';
+import type { ClientTracing } from '../streams/webhook/client';
+import { operatorWebhook as sharedOperatorWebhook, type OperatorWebhook } from '../streams/webhook/backlogOps';
 import { makeSubscriptions, type DeliverySettings, type WebhookSubscription } from '../streams/webhook/subscription';
 import { USER_AGENT } from '../version';
 
@@ -26,18 +25,9 @@ export const storedSubscriptions = async (r: Redis, id: string, delivery: Delive
   return makeSubscriptions(webhooks, delivery, files.right);
 };
 
-/**
- * A webhook as an operator command sends to it: its own client (headers, signatures, TLS, OAuth 2.0)
- * and its sending — request slots, rate cap and retry policy — made as the connector's lane makes them.
- */
-export interface OperatorWebhook {
-  readonly client: WebhookClient;
-  readonly sending: Sending;
-}
+export type { OperatorWebhook } from '../streams/webhook/backlogOps';
 
+/** A webhook as an operator command sends to it (`operatorWebhook` of the backlog operations), with this version's User-Agent. */
 export const operatorWebhook = (
   s: WebhookSubscription, o: { readonly tracing?: ClientTracing | undefined; readonly backoff?: (attempt: number) => number; readonly now?: () => number } = {},
-): OperatorWebhook => {
-  const client = webhookClient(s, USER_AGENT, o.now ?? Date.now, o.tracing);
-  return { client, sending: webhookSending({ settings: s.settings, post: client.post, backoff: o.backoff ?? exponentialBackoff() }) };
-};
+): OperatorWebhook => sharedOperatorWebhook(s, USER_AGENT, o);

@@ -117,6 +117,15 @@ export const MappingCodec = objectOf(MAPPING_FIELDS as unknown as Record<string,
 export const mappingWithDefaults = (stored: Readonly<Record<string, unknown>>): Mapping =>
   Object.assign({}, ...FIELD_LIST.map(([k, f]) => f.merge(stored[k]))) as Mapping;
 
+/** A mapping as `GET /api/mappings` shows it (CONTRACT 6.8): its fields as configured, defaults filled in. */
+export const mappingShown = (m: Mapping): Record<string, unknown> => ({
+  topic: m.topic, name: m.name, casdu: m.casdu, ioa: m.ioa, type: m.type, valuePath: m.valuePath.source, valueType: m.valueType,
+  ...(m.timestampPath !== undefined ? { timestampPath: m.timestampPath.source } : {}),
+  ...(m.valueMap !== undefined ? { valueMap: Object.fromEntries(m.valueMap) } : {}),
+  ...(m.scale !== undefined ? { scale: m.scale } : {}),
+  array: m.array,
+});
+
 export const mappingFingerprint = (m: Mapping): unknown[] => FIELD_LIST.flatMap(([, f]) => f.fingerprint(m));
 
 /**

@@ -170,7 +170,7 @@ const STARTUP = {
     tlsKeyFile: path('Http:TlsKeyFile'),
     /** CONTRACT 7.1: the CA that signs client certificates; with it, https clients are asked for one. */
     clientCaFile: path(CLIENT_CA_FILE),
-    /** CONTRACT 6.8: serve the operator page at `/` — a parameter of the contract, read and checked; the page itself is not built yet. */
+    /** CONTRACT 6.8: serve the operator page at `/` and its files under `/ui/`. */
     operatorPage: param('Http:OperatorPage', bool, true),
   },
   apiKeys: param('Authentication:ApiKeys', keyList, [] as readonly ApiKey[]),

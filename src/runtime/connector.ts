@@ -79,6 +79,7 @@ export const makeApp = (
     dataRoutes: parts.dataRoutes,
     tracing: ctx.tracing,
     callers: ctx.settings.callers,
+    operatorPage: ctx.startup.http.operatorPage ? { kind, id: ctx.startup.id } : undefined,
     // CONTRACT 7.2: a caller's rate is counted in Redis, across every replica of the Id
     ...([...(ctx.settings.callers?.values() ?? [])].some((g) => g.maxRequestsPerSecond !== undefined)
       ? {

@@ -1,6 +1,7 @@
 import { byTopic } from '../mapping/commands';
 import { makeBodyBudget } from '../http/inbound/bodyBudget';
 import { inboundRoutes } from '../http/inbound/route';
+import { mappingRoutes } from '../http/inbound/mappingRoutes';
 import { redisInboundStore } from '../http/inbound/store';
 import { inboundOpenApi } from '../http/openapi/inbound';
 import type { ConnectorContext, ConnectorParts } from './connector';
@@ -40,13 +41,16 @@ export const buildInbound = (ctx: ConnectorContext): ConnectorParts => {
     ]).finally(() => clearTimeout(timer));
     return first?.isConnected() === true ? first.client : undefined;
   };
+  const topics = byTopic(ctx.settings.mappings);
+  const bodyBudget = makeBodyBudget(ctx.startup.http.maxBodyBytesInFlight);
   return {
-    dataRoutes: inboundRoutes({
+    dataRoutes: [
+      ...inboundRoutes({
       connectorId: ctx.startup.id,
-      topics: byTopic(ctx.settings.mappings),
+      topics,
       maxBodyBytes: ctx.startup.http.maxBodyBytes,
       maxBatchItems: ctx.startup.http.maxBatchItems,
-      bodyBudget: makeBodyBudget(ctx.startup.http.maxBodyBytesInFlight),
+      bodyBudget,
       streamMaxLength: d.streamMaxLength,
       store: redisInboundStore({
         redis: ctx.datastore.client, isConnected: ctx.datastore.isConnected, waitReplicas: d.waitReplicas, waitTimeoutMs: d.waitTimeoutMilliseconds, writer, log: ctx.log.child({ component: 'inbound' }),
@@ -57,6 +61,12 @@ export const buildInbound = (ctx: ConnectorContext): ConnectorParts => {
       idempotencyLockMs: 2 * d.commandTimeoutMilliseconds,
       outOfMemory: ctx.outOfMemory,
     }),
+      // CONTRACT 6.8: the mappings, and a payload tried against them (nothing written)
+      ...mappingRoutes({
+        connectorId: ctx.startup.id, topics, mappings: ctx.settings.mappings, maxBodyBytes: ctx.startup.http.maxBodyBytes,
+        maxBatchItems: ctx.startup.http.maxBatchItems, bodyBudget,
+      }),
+    ],
     openapi: inboundOpenApi(ctx.startup.http.maxBatchItems),
     ...(writers.length > 0 ? { start: () => ({ stop: async () => void (await Promise.all(writers.map((w) => w.close()))) }) } : {}),
   };

@@ -1,6 +1,7 @@
 import { catchError, concat, defer, EMPTY, exhaustMap, from, ignoreElements, interval, merge, mergeMap, type Observable, retry, tap, timer } from 'rxjs';
 import { interrogationRoute, outboundRoutes, webhooksRoute } from '../http/outbound/routes';
 import { outboundOpenApi } from '../http/openapi/outbound';
+import { backlogRoutes } from '../http/outbound/backlogRoutes';
 import { groupName } from '../mapping/keys';
 import { redisBacklog } from '../streams/webhook/backlog';
 import { exponentialBackoff } from '../streams/webhook/answers';
@@ -197,6 +198,8 @@ export const buildOutbound = (ctx: ConnectorContext): ConnectorParts => {
       }),
       webhooksRoute(() => board),
       interrogationRoute(interrogations.request),
+      // CONTRACT 6.8: the backlog's commands, as `rest-connector deadletter` runs them
+      ...backlogRoutes({ redis: ctx.datastore.client, connectorId: ctx.startup.id, subscriptions, userAgent: USER_AGENT, tracing: traced, log: pushLog }),
     ],
     openapi: outboundOpenApi,
     // CONTRACT 2: an inactive outbound connector neither reads nor acknowledges the stream.

@@ -10,6 +10,7 @@ import type { RequestTrace, Tracing } from '../../telemetry/tracing';
 import type { CallerGrant, Callers } from '../../config/callerSettings';
 import { makeRefusals } from './refusals';
 import type { RateWindow } from './rateWindow';
+import { mountOperatorPage, type ConnectorKind } from './operatorPage';
 
 /**
  * What a data handler knows of its request besides the request itself, from the moment it was
@@ -37,7 +38,7 @@ export interface RequestContext {
 export type DataHandler = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext) => void | Promise<void>;
 
 export interface DataRoute {
-  readonly method: 'get' | 'post';
+  readonly method: 'get' | 'post' | 'delete';
   readonly path: string;
   readonly handler: DataHandler;
 }
@@ -59,6 +60,8 @@ export interface AppDeps {
   readonly callers?: Callers | undefined;
   /** CONTRACT 7.2: counts a caller's requests in the current one-second window (needed for `maxRequestsPerSecond`). */
   readonly rateWindow?: RateWindow;
+  /** CONTRACT 6.8: the operator page at `/` (`Http:OperatorPage`); absent, `/` and `/ui/*` are unknown paths. */
+  readonly operatorPage?: { readonly kind: ConnectorKind; readonly id: string } | undefined;
 }
 
 const routeOf = (req: Request): string => {
@@ -183,6 +186,7 @@ export const createApp = (deps: AppDeps): RequestListener => {
   const openapiHandler: RequestHandler = (_req, res) => {
     res.json(deps.openapi());
   };
+  if (deps.operatorPage !== undefined) mountOperatorPage(app, deps.operatorPage.kind, deps.operatorPage.id);
   app.get('/metrics', ...requireKey, metricsHandler);
   app.get('/openapi.json', ...requireKey, openapiHandler);
 

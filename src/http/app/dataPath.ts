@@ -3,7 +3,7 @@ import type { RequestLog } from './requestLog';
 
 /** A data route as the lean path sees it: its method and path, and its chain (key, inactive, handler). */
 export interface ServedRoute {
-  readonly method: 'get' | 'post';
+  readonly method: 'get' | 'post' | 'delete';
   readonly path: string;
   readonly serve: (req: IncomingMessage, res: ServerResponse, path: string) => void;
 }
