@@ -22,6 +22,7 @@ module.exports = {
     '**/callers.rate.test.ts',
     '**/callers.rateState.test.ts',
     '**/inbound.append.test.ts',
+    '**/ui.model.test.ts',
   ],
   // a mutant may not type-check: the tests run it as JavaScript (Stryker marks mutated files @ts-nocheck)
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }] },

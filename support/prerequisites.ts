@@ -22,6 +22,7 @@ export const PROGRAMS: readonly Program[] = [
   { program: 'promtool', for: 'the metrics format and alert rule tests', debian: 'prometheus', macos: 'prometheus' },
   { program: 'influxd', for: 'the influx-line format test against a real InfluxDB 1.x', debian: 'influxdb', macos: 'influxdb@1' },
   { program: 'victoria-metrics', for: 'the influx-line and JSONata import tests against a real VictoriaMetrics', debian: 'victoria-metrics', macos: 'victoriametrics' },
+  { program: 'chromium', for: 'the operator page tests in a real browser (playwright-core drives it)', debian: 'chromium', macos: 'chromium' },
 ];
 
 /** Whether `program` is an executable file in one of the `PATH` directories. */

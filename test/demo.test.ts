@@ -21,6 +21,9 @@ it('npm run demo shows a payload become data points and arrive at the webhook, t
   const code = await new Promise((resolve) => demo.on('close', resolve)); // exited, its output read to the end
   expect(code).toBe(0);
   expect(out).toMatch(/inbound POST #1 -> 200 \{"topic":"plant-a","succeeded":\["boiler-temp","pump-running","tap-position"\]\}/);
+  // the operator pages of both connectors, at the addresses the demo printed for them
+  const conn = /inbound connector +(http:\S+) [\s\S]*outbound connector +(http:\S+) /.exec(out);
+  expect(out).toContain(`operator pages        ${conn![2]}/  (webhooks, backlogs, data points)   ${conn![1]}/  (mappings, try a payload)`);
   expect(out).toMatch(/webhook received batch \d+-\d+_\d+-\d+ with 3 data points:\n {4}casdu 1 ioa 1001 value [\d.]+ at /);
   // the logs it named are still there after it stopped, and hold the connectors' lines
   const kept = /stopped\. The connectors' logs are kept: (\S+inbound\.log) and (\S+outbound\.log) \(rm -r (\S+) when done\)\.\n$/.exec(out);

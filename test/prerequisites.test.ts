@@ -16,11 +16,11 @@ it('a program is found on PATH only as an executable file; the message names eac
   chmodSync(join(dir, 'openssl'), 0o755);
   writeFileSync(join(dir, 'promtool'), 'not executable');
   const missing = missingPrograms(PROGRAMS.map((p) => p.program), `${join(dir, 'nowhere')}:${dir}`);
-  expect(missing.map((p) => p.program)).toEqual(['redis-server', 'redis-sentinel', 'promtool', 'influxd', 'victoria-metrics']);
+  expect(missing.map((p) => p.program)).toEqual(['redis-server', 'redis-sentinel', 'promtool', 'influxd', 'victoria-metrics', 'chromium']);
   const text = missingMessage(missing);
-  expect(text.split('\n')[0]).toBe('missing on PATH: redis-server, redis-sentinel, promtool, influxd, victoria-metrics');
-  expect(text).toContain('sudo apt-get install redis-server redis-sentinel prometheus influxdb victoria-metrics');
-  expect(text).toContain('brew install redis prometheus influxdb@1 victoriametrics');
+  expect(text.split('\n')[0]).toBe('missing on PATH: redis-server, redis-sentinel, promtool, influxd, victoria-metrics, chromium');
+  expect(text).toContain('sudo apt-get install redis-server redis-sentinel prometheus influxdb victoria-metrics chromium');
+  expect(text).toContain('brew install redis prometheus influxdb@1 victoriametrics chromium');
   expect(missingPrograms(['redis-server'], process.env.PATH)).toEqual([]);
 });
 

@@ -96,6 +96,7 @@ const main = async () => {
   say(`inbound connector     http://127.0.0.1:${inPort}   (logs: ${join(dir, 'inbound.log')})`);
   say(`outbound connector    http://127.0.0.1:${outPort}   (logs: ${join(dir, 'outbound.log')})`);
   say(`sample webhook        http://127.0.0.1:${hookPort}/hook`);
+  say(`operator pages        http://127.0.0.1:${outPort}/  (webhooks, backlogs, data points)   http://127.0.0.1:${inPort}/  (mappings, try a payload)`);
   say('');
   say(`try:  curl -s 'http://127.0.0.1:${outPort}/api/datapoints?casdu=1'`);
   say(`      curl -s -X POST 'http://127.0.0.1:${inPort}/api/datapoints?topic=plant-a' -H 'Content-Type: application/json' -d '{"sensors":{"boiler":{"temp":"hot"}}}'`);

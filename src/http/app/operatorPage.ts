@@ -56,7 +56,8 @@ h2 { font-size: 1.1rem; margin: 1.25rem 0 0.5rem; }
 .scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; width: 100%; font-size: 0.9rem; }
 caption { text-align: left; font-weight: 600; padding: 0.25rem 0; }
-th, td { border-bottom: 1px solid #ccc; padding: 0.3rem 0.5rem; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+th, td { border-bottom: 1px solid #ccc; padding: 0.3rem 0.5rem; text-align: left; vertical-align: top; }
+td { max-width: 40rem; overflow-wrap: break-word; }
 td.actions { white-space: nowrap; }
 button { font: inherit; margin: 0.1rem; padding: 0.25rem 0.6rem; }
 button:focus-visible, input:focus-visible, textarea:focus-visible { outline: 3px solid #1a5fb4; outline-offset: 1px; }

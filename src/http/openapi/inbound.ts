@@ -41,6 +41,35 @@ export const inboundOpenApi = (maxBatchItems: number): OpenApiPart => ({
         },
       },
     },
+    '/api/mappings': {
+      get: {
+        operationId: 'getMappings',
+        summary: 'The mappings as configured (defaults filled in); with callers, only the topics the caller may write',
+        responses: {
+          '200': { description: 'the mappings', content: { 'application/json': { schema: { type: 'object', required: ['mappings'], properties: { mappings: { type: 'array', items: { type: 'object', additionalProperties: true } } } } } } },
+          '401': problem('API keys are configured and none valid was given'),
+          ...callerResponses('use this endpoint'),
+        },
+      },
+    },
+    '/api/mappings/test': {
+      post: {
+        operationId: 'testMappings',
+        summary: 'What a POST of this body would write, or its 422 answer — writing nothing (as `rest-connector mappings test`)',
+        parameters: [{ name: 'topic', in: 'query', required: true, schema: { type: 'string', minLength: 1 } }],
+        requestBody: { required: true, content: { 'application/json': { schema: { oneOf: [{ type: 'object', additionalProperties: true }, { type: 'array', minItems: 1, maxItems: maxBatchItems, items: { type: 'object', additionalProperties: true } }] } } } },
+        responses: {
+          '200': { description: 'every mapping succeeded: the data points a POST would write, in order (nothing was written)', content: { 'application/json': { schema: { type: 'object', required: ['topic', 'succeeded', 'datapoints'], properties: { topic: { type: 'string' }, succeeded: { type: 'array', items: { type: 'string' } }, datapoints: { type: 'array', items: { type: 'object', additionalProperties: true } } } } } } },
+          '400': jsonError('missing_topic, invalid_json or invalid_body'),
+          '401': problem('API keys are configured and none valid was given'),
+          ...callerResponses('write this topic (topics)'),
+          '404': jsonError('unknown_topic'),
+          '413': jsonError('payload_too_large'),
+          '415': jsonError('unsupported_media_type or unsupported_encoding'),
+          '422': { description: 'one or more mappings failed (what a POST would answer; nothing was written)', content: { 'application/json': { schema: { $ref: '#/components/schemas/InboundFailure' } } } },
+        },
+      },
+    },
   },
   schemas: {
     InboundSuccess: {

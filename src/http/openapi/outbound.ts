@@ -16,6 +16,15 @@ export const dataPointSchema = {
   },
 };
 
+const INDEX = { name: 'index', in: 'path', required: true, schema: { type: 'integer', minimum: 0 }, description: 'the webhook\'s index in the configuration' };
+/** CONTRACT 6.8: what every backlog endpoint may answer besides its success. */
+const BACKLOG_REFUSALS = {
+  '401': problem('API keys are configured and none valid was given'),
+  ...callerResponses('operate the webhooks (operate)'),
+  '404': problem('no webhook has this index'),
+  '503': problem('connector inactive, or the data store cannot be reached'),
+};
+
 export const outboundOpenApi: OpenApiPart = {
   paths: {
     '/api/webhooks': {
@@ -45,6 +54,51 @@ export const outboundOpenApi: OpenApiPart = {
           '404': problem('no webhook has this index'),
           '409': problem('an interrogation of this webhook is already queued or running'),
           '503': problem('connector inactive'),
+        },
+      },
+    },
+    '/api/webhooks/{index}/backlog': {
+      get: {
+        operationId: 'listWebhookBacklog',
+        summary: 'A page of one webhook\'s backlog entries, oldest first (as `rest-connector deadletter list --webhook N`)',
+        parameters: [
+          INDEX,
+          { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 } },
+          { name: 'after', in: 'query', required: false, schema: { type: 'string', pattern: '^[0-9]+-[0-9]+$' }, description: 'the `next` of the page before' },
+        ],
+        responses: {
+          '200': {
+            description: 'the entries, and the `after` of the next page (null after the last entry)',
+            content: { 'application/json': { schema: { type: 'object', required: ['entries', 'next'], properties: {
+              entries: { type: 'array', items: { type: 'object', required: ['id', 'reason', 'webhookId', 'attempts', 'error', 'contentType', 'bodyBytes', 'bodyPreview', 'at'], properties: {
+                id: { type: 'string' }, reason: { type: 'string' }, webhookId: { type: 'string' }, attempts: { type: 'integer' }, error: { type: 'string' }, contentType: { type: 'string' },
+                bodyBytes: { type: 'integer', description: 'the stored body\'s length in bytes' }, bodyPreview: { type: 'string', description: 'the body\'s first 2,048 bytes as text' }, at: { type: 'string', format: 'date-time' },
+              } } },
+              next: { type: ['string', 'null'] },
+            } } } },
+          },
+          '400': problem('limit is not an integer from 1 to 500, or after is not an entry ID'),
+          ...BACKLOG_REFUSALS,
+        },
+      },
+      delete: {
+        operationId: 'purgeWebhookBacklog',
+        summary: 'Delete every backlog entry of one webhook (as `rest-connector deadletter purge --webhook N`)',
+        parameters: [INDEX],
+        responses: {
+          '200': { description: 'how many were deleted', content: { 'application/json': { schema: { type: 'object', required: ['purged'], properties: { purged: { type: 'integer', minimum: 0 } } } } } },
+          ...BACKLOG_REFUSALS,
+        },
+      },
+    },
+    '/api/webhooks/{index}/backlog/replay': {
+      post: {
+        operationId: 'replayWebhookBacklog',
+        summary: 'Send each backlog entry of one webhook once, oldest first, under its webhook-id; delete those answered 2xx (as `rest-connector deadletter replay --webhook N`)',
+        parameters: [INDEX],
+        responses: {
+          '200': { description: 'how many were delivered and how many failed (kept)', content: { 'application/json': { schema: { type: 'object', required: ['delivered', 'failed'], properties: { delivered: { type: 'integer', minimum: 0 }, failed: { type: 'integer', minimum: 0 } } } } } },
+          ...BACKLOG_REFUSALS,
         },
       },
     },
