@@ -242,7 +242,9 @@ it('initialState with a replica pair started together: one of them performs it, 
   h.running.push(a!, b!);
   await Promise.all([a!, b!].map((c) => c.waitForLog((l) => l.msg === 'push pipeline started')));
   const live = await write([point(5, 1, 'live-1'), point(5, 2, 'live-2')]);
-  await eventually(async () => ((await pendingCount(h.r.client, 'gi-two')) === 0 && held(hook).get('5:2') === 'live-2' ? true : undefined), 20000, 'the live batch delivered');
+  // the live batch itself, by its webhook-id (its values alone are no sign: an interrogation that
+  // read the image after the write carries them too, and may be seen before the live batch is read)
+  await eventually(async () => ((await pendingCount(h.r.client, 'gi-two')) === 0 && hook.delivered().some((q) => q.headers['webhook-id'] === `${live[0]}_${live[1]}`) ? true : undefined), 20000, 'the live batch delivered');
   const ids = hook.delivered().map((q) => String(q.headers['webhook-id']));
   const gi = ids.filter((id) => id.startsWith('gi-'));
   // one series of six requests, each id once, and the live batch after all of them

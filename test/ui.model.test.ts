@@ -1,5 +1,5 @@
 import {
-  accessOf, backlogRows, cell, datapointQuery, datapointRows, mappingRows, outcomeText, refusalText, WEBHOOK_COLUMNS, webhookActions, webhookRows,
+  accessOf, BACKLOG_COLUMNS, backlogRows, cell, DATAPOINT_COLUMNS, datapointQuery, MAPPING_COLUMNS, datapointRows, mappingRows, outcomeText, refusalText, WEBHOOK_COLUMNS, webhookActions, webhookRows,
 } from '../src/ui/model';
 
 /** The invariants written at the top of src/ui/model.ts (the operator page's own logic, CONTRACT 6.8). */
@@ -59,9 +59,16 @@ describe('the operator page\'s model', () => {
       .toEqual([['a', 'n', '1', '2', '1', 'v', 'ts'], ['b', 'm', '3', '4', '36', 'w', '']]);
   });
 
+  it('the tables\' column headers are the fields 6.8 names, in its order', () => {
+    expect(WEBHOOK_COLUMNS.map(([h]) => h)).toEqual(['#', 'Host', 'Format', 'State', 'In flight', 'Queued', 'Backlog', 'Last success', 'Last error']);
+    expect(BACKLOG_COLUMNS).toEqual(['Time', 'Reason', 'webhook-id', 'Attempts', 'Error', 'Content type', 'Body']);
+    expect(MAPPING_COLUMNS).toEqual([['Topic', 'topic'], ['Name', 'name'], ['casdu', 'casdu'], ['ioa', 'ioa'], ['Type', 'type'], ['Value path', 'valuePath'], ['Timestamp path', 'timestampPath']]);
+    expect(DATAPOINT_COLUMNS).toEqual(['casdu', 'ioa', 'type', 'value', 'timestamp', 'source']);
+  });
+
   it('the Data points form\'s query: only the fields filled in, trimmed and encoded', () => {
-    expect([datapointQuery('', ''), datapointQuery(' 1 ', ''), datapointQuery('', '7'), datapointQuery('1', '7'), datapointQuery('1&x=2', '')])
-      .toEqual(['', '?casdu=1', '?ioa=7', '?casdu=1&ioa=7', '?casdu=1%26x%3D2']);
+    expect([datapointQuery('', ''), datapointQuery(' 1 ', ''), datapointQuery('', ' 7 '), datapointQuery('1', '7'), datapointQuery('1&x=2', ''), datapointQuery(' ', ' ')])
+      .toEqual(['', '?casdu=1', '?ioa=7', '?casdu=1&ioa=7', '?casdu=1%26x%3D2', '']);
   });
 
   it('a refusal\'s words: the problem\'s detail, else the error\'s message, else the status', () => {

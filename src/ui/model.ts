@@ -19,9 +19,8 @@ export const accessOf = (status: number): Access =>
 /** A value as a cell's text (invariant 1). */
 export const cell = (v: unknown): string => {
   if (v === undefined || v === null) return '';
-  if (typeof v === 'string') return v;
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-  return JSON.stringify(v);
+  // a number or a boolean reads the same as its JSON
+  return typeof v === 'string' ? v : JSON.stringify(v);
 };
 
 const fieldOf = (o: unknown, key: string): unknown => (o !== null && typeof o === 'object' && !Array.isArray(o) ? (o as Record<string, unknown>)[key] : undefined);
@@ -46,8 +45,8 @@ export interface WebhookRow {
 export const webhookRows = (answer: unknown): WebhookRow[] =>
   listOf(answer, 'webhooks').flatMap((w) => {
     const index = fieldOf(w, 'index');
-    if (typeof index !== 'number' || !Number.isInteger(index) || index < 0) return [];
-    return [{ index, state: cell(fieldOf(w, 'state')), cells: WEBHOOK_COLUMNS.map(([, key]) => cell(key === 'format' ? fieldOf(w, key) ?? 'datapoints' : fieldOf(w, key))) }];
+    if (!Number.isInteger(index) || (index as number) < 0) return [];
+    return [{ index: index as number, state: cell(fieldOf(w, 'state')), cells: WEBHOOK_COLUMNS.map(([, key]) => cell(key === 'format' ? fieldOf(w, key) ?? 'datapoints' : fieldOf(w, key))) }];
   });
 
 /** What a caller is offered on a webhook's row (invariant 3). */
