@@ -13,10 +13,12 @@ const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
 
 it('builds in two stages from package files, tsconfig and src/ alone; runs dist/src as non-root with node directly; the healthcheck reads the address the connector records', () => {
   expect(dockerfile.match(/^FROM /gm)).toHaveLength(2);
-  expect(dockerfile).toMatch(/RUN npm ci\nCOPY tsconfig.json tsconfig.build.json \.\/\nCOPY src \.\/src\nRUN npx tsc -p tsconfig.build.json\n/);
+  expect(dockerfile).toMatch(/RUN npm ci\nCOPY tsconfig.json tsconfig.build.json tsconfig.ui.json \.\/\nCOPY src \.\/src\nRUN npx tsc -p tsconfig.build.json && npx tsc -p tsconfig.ui.json\n/);
   expect(dockerfile).not.toMatch(/COPY (bench|chaos|test)/);
   expect(dockerfile).toMatch(/RUN npm ci --omit=dev/);
   expect(dockerfile).toMatch(/^COPY --from=build \/app\/dist\/src \.\/dist\/src$/m);
+  // the operator page's scripts (CONTRACT 6.8)
+  expect(dockerfile).toMatch(/^COPY --from=build \/app\/dist\/ui \.\/dist\/ui$/m);
   expect(dockerfile).toMatch(/Http__AddressFile=\/tmp\/rest-connector\.address/);
   expect(dockerfile).toMatch(/^USER node$/m);
   expect(dockerfile).toMatch(/^EXPOSE 8080$/m);
@@ -25,8 +27,8 @@ it('builds in two stages from package files, tsconfig and src/ alone; runs dist/
   expect(dockerfile).toMatch(/^CMD \["outbound"\]$/m);
   // the build context: what the Dockerfile copies, and not the demo
   const ignore = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith('#'));
-  expect(ignore).toEqual(['*', '!package.json', '!package-lock.json', '!tsconfig.json', '!tsconfig.build.json', '!src/', 'src/demo/']);
-  for (const path of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'dist/src/cli.js', 'dist/src/healthcheck.js']) {
+  expect(ignore).toEqual(['*', '!package.json', '!package-lock.json', '!tsconfig.json', '!tsconfig.build.json', '!tsconfig.ui.json', '!src/', 'src/demo/']);
+  for (const path of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'tsconfig.ui.json', 'src', 'dist/src/cli.js', 'dist/src/healthcheck.js', 'dist/ui/page.js', 'dist/ui/model.js']) {
     expect([path, existsSync(join(root, path))]).toEqual([path, true]);
   }
 });

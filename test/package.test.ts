@@ -24,6 +24,8 @@ it('npm pack lists the bin file and only what runs', () => {
   const [packed] = JSON.parse(npm(['pack', '--dry-run', '--json', '--ignore-scripts'])) as Array<{ files: Array<{ path: string }> }>;
   const files = packed!.files.map((f) => f.path);
   expect(files).toContain(relative(root, BIN_PATH));
+  // the operator page's scripts (CONTRACT 6.8): the installed command serves them
+  expect(files).toEqual(expect.arrayContaining(['dist/ui/page.js', 'dist/ui/model.js']));
   expect(files).toContain('package.json');
   expect(files.filter((f) => /^(src|test|bench|dist\/test|dist\/bench)\//.test(f) || f.endsWith('.ts') || f.endsWith('.map'))).toEqual([]);
 });

@@ -85,6 +85,8 @@ it('both connectors run from it: POST → key → webhook, as a non-root user; t
       await eventually(async () => ((await request(`http://127.0.0.1:${port}/health/ready`)).status === 200 ? true : undefined), 30000, `${name} ready`);
       // what the engine's HEALTHCHECK runs, on the port the connector really listens on (not 8080)
       expect(await status('healthcheck', name)).toMatchObject({ code: 0 });
+      // the operator page and its scripts, served from the image (CONTRACT 6.8)
+      for (const path of ['/', '/ui/page.js', '/ui/model.js']) expect([name, path, (await request(`http://127.0.0.1:${port}${path}`)).status]).toEqual([name, path, 200]);
       const uid = await engine('run', 'exec', name, 'sh', '-c', "awk '/^Uid:/ {print $2}' /proc/1/status");
       expect([name, uid]).toEqual([name, '1000']);
     }
