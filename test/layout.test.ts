@@ -52,6 +52,8 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   'http/openapi': ['config', 'mapping', 'telemetry'],
   'http/inbound': ['config', 'mapping', 'telemetry', 'streams/store', 'http/app'],
   'http/outbound': ['config', 'mapping', 'telemetry', 'streams/store', 'streams/read', 'streams/webhook', 'streams/image', 'http/app'],
+  // the operator page in the browser: nothing of the server (it is a client of the public endpoints)
+  ui: [],
 };
 const unitKey = (f: string) => (rel(f).startsWith('src/streams/watchConfig.ts') ? 'watchConfig.ts' : unitOf(f));
 

@@ -73,7 +73,7 @@ it('the README quick start runs as written: both connectors, a device, the subsc
 
 describe('examples/: configurations a user starts from', () => {
   const files = readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.json'));
-  const docs = [readFileSync(join(root, 'README.md'), 'utf8'), ...readdirSync(join(root, 'docs')).map((f) => readFileSync(join(root, 'docs', f), 'utf8'))].join('\n');
+  const docs = [readFileSync(join(root, 'README.md'), 'utf8'), ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => readFileSync(join(root, 'docs', f), 'utf8'))].join('\n');
 
   it('holds the quick start\'s two and the five the README promises', () => {
     expect(files.sort()).toEqual(['callers.json', 'cloud-jsonata-oauth2.json', 'device-buffered.json', 'gateway-devices.json', 'influxdb-subscriber.json', 'quickstart-inbound.json', 'quickstart-outbound.json']);
