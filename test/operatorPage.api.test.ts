@@ -133,6 +133,48 @@ describe('the backlog endpoints (CONTRACT 6.8, the semantics of deadletter list/
     expect(a.requests).toHaveLength(2);
   });
 
+  it('pages past the stream\'s own reading pages: 250 entries of two webhooks interleaved, read 120 at a time, each of webhook 1 once, in order', async () => {
+    const { c, a, b } = await outbound();
+    const pipe = r.client.pipeline();
+    for (let n = 0; n < 250; n++) {
+      const [w, url] = n % 2 === 0 ? [0, a.url] : [1, b.url];
+      pipe.xadd('connectors:test-connector:deadletter', `${1000 + n}-0`, 'webhook', String(w), 'url', url, 'webhookId', `${n}-0_${n}-0`, 'error', 'x', 'attempts', '1', 'body', '{}', 'reason', 'refused');
+    }
+    await pipe.exec();
+    const seen: string[] = [];
+    let after: string | null = null;
+    let pages = 0;
+    do {
+      const page: { entries: Array<{ webhookId: string }>; next: string | null } = (await request(`${c.url}/api/webhooks/1/backlog?limit=120${after === null ? '' : `&after=${after}`}`)).json();
+      seen.push(...page.entries.map((e) => e.webhookId));
+      after = page.next;
+      pages++;
+    } while (after !== null);
+    expect(pages).toBe(2);
+    expect(seen).toEqual(Array.from({ length: 125 }, (_, k) => `${2 * k + 1}-0_${2 * k + 1}-0`));
+  });
+
+  it('a replay sends the entries present when it began: entries appended meanwhile (the webhook failing again) wait for the next', async () => {
+    let appended = 0;
+    // each request that arrives appends one more entry, as the lane would while its webhook is down
+    // (at most 150: a replay that walked into them would otherwise never end)
+    const hook = await Receiver.start(() => {
+      if (appended < 150) void entry(`${5000 + appended}-0`, 0, hook.url, 1000 + appended++);
+      return { status: 200 };
+    });
+    receivers.push(hook);
+    const c = await startInProcess('outbound', buildOutbound, r.redis, { webhooks: [{ url: hook.url }] });
+    open.push(c);
+    // more than a reading page (100): the replay reads again after the appends began
+    for (let n = 1; n <= 101; n++) await entry(`${1000 + n}-0`, 0, hook.url, n);
+    const got = await request(`${c.url}/api/webhooks/0/backlog/replay`, { method: 'POST' });
+    // the fault took effect: entries were appended while the replay ran
+    expect(appended).toBe(101);
+    expect([got.status, got.json()]).toEqual([200, { delivered: 101, failed: 0 }]);
+    expect(hook.requests.map((q) => q.headers['webhook-id'])).toEqual(Array.from({ length: 101 }, (_, k) => `${k + 1}-0_${k + 1}-0`));
+    expect(await r.client.xlen('connectors:test-connector:deadletter')).toBe(101);
+  });
+
   it('a replay answered with a failure keeps the entry and counts it', async () => {
     const failing = await Receiver.start(() => ({ status: 400 }));
     receivers.push(failing);

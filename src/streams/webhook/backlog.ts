@@ -229,14 +229,24 @@ export const redisBacklog = (o: RedisBacklogOptions): LaneBacklog & { readonly s
   };
 };
 
+/**
+ * The dead-letter stream's entries from `from` (an XRANGE start: `-`, an ID, or `(ID` after it) to
+ * `to` (an ID, or `+`), a page of `count` at a time: what the operator's commands walk, holding one
+ * page of bodies at once.
+ */
+export async function* backlogPages(redis: Redis, connectorId: string, from = '-', count = 1000, to = '+'): AsyncGenerator<BacklogEntry[]> {
+  let start = from;
+  for (;;) {
+    const page = decodeRange(await redis.xrange(deadLetterStream(connectorId), start, to, 'COUNT', count));
+    if (page.length > 0) yield page.map(({ id, fields }) => decodeBacklogEntry(id, fields));
+    if (page.length < count) return;
+    start = `(${page[page.length - 1]!.id}`;
+  }
+}
+
 /** A webhook entry of the dead-letter stream, for the operator commands: every entry, paged. */
 export const readBacklog = async (redis: Redis, connectorId: string, from = '-'): Promise<BacklogEntry[]> => {
   const out: BacklogEntry[] = [];
-  let start = from;
-  for (;;) {
-    const page = decodeRange(await redis.xrange(deadLetterStream(connectorId), start, '+', 'COUNT', 1000));
-    for (const { id, fields } of page) out.push(decodeBacklogEntry(id, fields));
-    if (page.length < 1000) return out;
-    start = `(${page[page.length - 1]!.id}`;
-  }
+  for await (const page of backlogPages(redis, connectorId, from)) out.push(...page);
+  return out;
 };

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { safeUrl } from '../../config/urls';
 import { deadLetterStream } from '../../mapping/keys';
-import { readBacklog } from './backlog';
+import { backlogPages, readBacklog } from './backlog';
 import { backlogBatch, type BacklogEntry } from './backlogEntry';
 import { exponentialBackoff } from './answers';
 import { webhookClient, type ClientTracing, type WebhookClient } from './client';
@@ -35,11 +35,22 @@ export const selects = (a: BacklogSelection) => (e: BacklogEntry): boolean =>
 /** The selected entries, oldest first (as stored). */
 export const listBacklog = async (r: Redis, id: string, a: BacklogSelection): Promise<BacklogEntry[]> => (await readBacklog(r, id)).filter(selects(a));
 
-/** Deletes the selected entries; resolves to how many. */
+/**
+ * The ID of the backlog's newest entry (undefined when it is empty): a replay or a purge ends there,
+ * so entries a lane appends meanwhile (its webhook still down) are not walked into without end.
+ */
+const newestId = async (r: Redis, id: string): Promise<string | undefined> => (await r.xrevrange(deadLetterStream(id), '+', '-', 'COUNT', 1))[0]?.[0];
+
+/** Deletes the selected entries present when it began, a page at a time; resolves to how many. */
 export const purgeBacklog = async (r: Redis, id: string, a: BacklogSelection): Promise<number> => {
-  const ids = (await listBacklog(r, id, a)).map((e) => e.id);
-  for (let i = 0; i < ids.length; i += 1000) await r.xdel(deadLetterStream(id), ...ids.slice(i, i + 1000));
-  return ids.length;
+  const end = await newestId(r, id);
+  if (end === undefined) return 0;
+  let purged = 0;
+  for await (const page of backlogPages(r, id, '-', 1000, end)) {
+    const ids = page.filter(selects(a)).map((e) => e.id);
+    if (ids.length > 0) purged += await r.xdel(deadLetterStream(id), ...ids);
+  }
+  return purged;
 };
 
 /**
@@ -67,7 +78,9 @@ const subscriptionOf = (e: BacklogEntry, subs: readonly WebhookSubscription[]): 
  * CONTRACT 4.4: each selected entry sent once, without retries, to its webhook's current URL,
  * whatever the circuit and the reason, within the webhook's rate cap (4.5), oldest first; deleted
  * when answered 2xx (and a webhook disabled by 410 Gone enabled again); `failed` hears of each
- * entry that was not delivered. Clients are made per webhook for the replay and closed after it.
+ * entry that was not delivered. The entries present when it began are walked, a page of 100 at a time (a connector
+ * replaying from its endpoint holds no more bodies than that). Clients are made per webhook for
+ * the replay and closed after it.
  */
 export const replayBacklog = async (
   r: Redis, id: string, a: BacklogSelection, subs: readonly WebhookSubscription[],
@@ -78,7 +91,9 @@ export const replayBacklog = async (
     let delivered = 0;
     let failed = 0;
     const enabled = new Set<number>();
-    for (const e of await listBacklog(r, id, a)) {
+    const end = await newestId(r, id);
+    if (end === undefined) return { delivered, failed };
+    for await (const page of backlogPages(r, id, '-', 100, end)) for (const e of page.filter(selects(a))) {
       const s = subscriptionOf(e, subs);
       if (s === undefined) {
         failed++;
@@ -140,7 +155,12 @@ export const backlogView = (e: BacklogEntry): BacklogView => {
  * last entry).
  */
 export const backlogPage = async (r: Redis, id: string, webhook: number, limit: number, after: string | undefined): Promise<{ entries: BacklogView[]; next: string | null }> => {
-  const all = (await readBacklog(r, id, after === undefined ? '-' : `(${after}`)).filter(selects({ webhook }));
-  const page = all.slice(0, limit);
-  return { entries: page.map(backlogView), next: all.length > limit ? page[page.length - 1]!.id : null };
+  // read until one entry past the page is found (it says there is a next page), 100 at a time
+  const found: BacklogEntry[] = [];
+  for await (const page of backlogPages(r, id, after === undefined ? '-' : `(${after}`, 100)) {
+    found.push(...page.filter(selects({ webhook })));
+    if (found.length > limit) break;
+  }
+  const shown = found.slice(0, limit);
+  return { entries: shown.map(backlogView), next: found.length > limit ? shown[shown.length - 1]!.id : null };
 };
