@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { safeUrl } from '../../config/urls';
 import { deadLetterStream } from '../../mapping/keys';
+import { flatRecord } from '../store/replies';
 import { backlogPages, readBacklog } from './backlog';
 import { backlogBatch, type BacklogEntry } from './backlogEntry';
 import { exponentialBackoff } from './answers';
@@ -39,7 +40,12 @@ export const listBacklog = async (r: Redis, id: string, a: BacklogSelection): Pr
  * The ID of the backlog's newest entry (undefined when it is empty): a replay or a purge ends there,
  * so entries a lane appends meanwhile (its webhook still down) are not walked into without end.
  */
-const newestId = async (r: Redis, id: string): Promise<string | undefined> => (await r.xrevrange(deadLetterStream(id), '+', '-', 'COUNT', 1))[0]?.[0];
+const newestId = async (r: Redis, id: string): Promise<string | undefined> => {
+  // with the commands the README's ACL user has (TYPE, XINFO STREAM): no stream, nothing to walk
+  if ((await r.type(deadLetterStream(id))) === 'none') return undefined;
+  const last = flatRecord((await r.xinfo('STREAM', deadLetterStream(id))) as unknown[])['last-generated-id'];
+  return typeof last === 'string' ? last : undefined;
+};
 
 /** Deletes the selected entries present when it began, a page at a time; resolves to how many. */
 export const purgeBacklog = async (r: Redis, id: string, a: BacklogSelection): Promise<number> => {
