@@ -166,7 +166,7 @@ describe('managed settings', () => {
     });
     it('every setting the status shows is in its OpenAPI schema, and only those', () => {
       const [w] = settings({ webhooks: [{ url: 'http://a/', filter: { ioa: [1, '5-9'] }, maxRequestsPerSecond: 2, initialState: true }] }).webhooks;
-      expect(webhookShown(w!)).toEqual({ filter: { ioa: [1, '5-9'] }, maxRequestsPerSecond: 2, tls: false, auth: null, initialState: true, integrityPeriodSeconds: null, format: 'datapoints', compression: 'none' });
+      expect(webhookShown(w!)).toEqual({ filter: { ioa: [1, '5-9'] }, maxRequestsPerSecond: 2, tls: false, auth: null, initialState: true, integrityPeriodSeconds: null, format: 'datapoints', compression: 'none', report: null });
       expect(Object.keys(WEBHOOK_SHOWN_SCHEMA)).toEqual(Object.keys(webhookShown(w!)));
     });
     it("ignores the other connector's section", () => {

@@ -5,6 +5,7 @@ import { safeUrl } from './urls';
 import { FilterCodec, headers, OAuth2Codec, secrets, TlsCodec, webhookUrl, type Ranges } from './webhookCodecs';
 import { CompressionCodec, FormatCodec, influxPrecision, type Compression, type FormatSettings } from './formatSettings';
 import * as E from 'fp-ts/Either';
+import { ReportCodec, type DeadbandRule, type ReportSettings } from './reportSettings';
 
 /**
  * A webhook's settings (CONTRACT 4.2, 4.4–4.6): every field declared once, in `WEBHOOK_FIELDS` —
@@ -34,6 +35,8 @@ export interface Webhook {
   readonly format?: FormatSettings;
   /** CONTRACT 4.7: gzip or not (absent: none). */
   readonly compression?: Compression;
+  /** CONTRACT 4.8: report by exception; absent, every matching entry. */
+  readonly report?: ReportSettings;
 }
 
 export type { Ranges } from './webhookCodecs';
@@ -72,6 +75,14 @@ export const filterForShow = (f: PointFilter): Record<string, Array<number | str
     ...(f.types !== undefined ? { types: show(f.types) } : {}),
   };
 };
+
+/** A `report` as configured again (its rules' filters as `filterForShow` writes them), for the status and the log. */
+export const reportForShow = (r: ReportSettings): Record<string, unknown> => ({
+  ...(r.deadband !== undefined
+    ? { deadband: r.deadband.map((d: DeadbandRule) => ({ ...(d.filter !== undefined ? { filter: filterForShow(d.filter) } : {}), ...('absolute' in d ? { absolute: d.absolute } : { percent: d.percent }) })) }
+    : {}),
+  ...(r.maxSilenceSeconds !== undefined ? { maxSilenceSeconds: r.maxSilenceSeconds } : {}),
+});
 
 const byName = ([a]: [string, unknown], [b]: [string, unknown]) => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -180,6 +191,22 @@ export const WEBHOOK_FIELDS = {
     fingerprint: (w) => (w.compression === undefined ? [] : [w.compression]),
     status: { show: (w) => w.compression ?? 'none', schema: { type: 'string', enum: ['none', 'gzip'], description: 'how its request bodies are compressed' } },
     log: (w) => (w.compression === undefined ? {} : { compression: w.compression }),
+  }),
+  report: field({
+    codec: ReportCodec,
+    merge: (r) => (r === undefined ? {} : { report: r }),
+    fingerprint: (w) => (w.report === undefined ? [] : [JSON.stringify(reportForShow(w.report))]),
+    status: {
+      show: (w) => (w.report === undefined ? null : reportForShow(w.report)),
+      schema: {
+        type: ['object', 'null'], description: 'report by exception (CONTRACT 4.8), as configured (null: every matching entry is sent)',
+        properties: {
+          deadband: { type: 'array', items: { type: 'object', properties: { filter: { type: 'object' }, absolute: { type: 'number' }, percent: { type: 'number' } } } },
+          maxSilenceSeconds: { type: 'integer' },
+        },
+      },
+    },
+    log: (w) => (w.report === undefined ? {} : { report: reportForShow(w.report) }),
   }),
 };
 

@@ -50,3 +50,7 @@ export const interrogatedKey = (connectorId: string): string => connector(connec
 export const interrogationLockKey = (connectorId: string, index: number): string => connector(connectorId, `interrogation-lock:${index}`);
 /** Webhook `index`'s integrity period (CONTRACT 4.6): held by the replica whose periodic interrogation runs or ran last; it expires when the next is due. */
 export const periodicKey = (connectorId: string, index: number): string => connector(connectorId, `periodic:${index}`);
+/** What webhook `index` was last reported of each point (CONTRACT 4.8; layout: `src/streams/webhook/reportState.ts`). */
+export const reportedKey = (connectorId: string, index: number): string => connector(connectorId, `reported:${index}`);
+/** Every webhook's report state, for SCAN (a connector Id holding `*`, `?` or `[` is escaped). */
+export const reportedPattern = (connectorId: string): string => `${connector(connectorId, 'reported:').replace(/[*?[\]\\]/g, '\\$&')}*`;

@@ -7,6 +7,7 @@ import { redisBacklog } from '../streams/webhook/backlog';
 import { exponentialBackoff } from '../streams/webhook/answers';
 import { webhookLane } from '../streams/webhook/lane';
 import { redisDeliveryState } from '../streams/read/deliveryState';
+import { redisReportState, reportingOf } from '../streams/webhook/reportState';
 import { redisDisabledMarks } from '../streams/webhook/disabledMarks';
 import { readGroupHealth } from '../streams/read/groupHealth';
 import { inFlightEntries } from '../streams/read/inFlight';
@@ -100,7 +101,16 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly WebhookSubscri
     retry({ delay: (err: Error) => (observe.readFailed(err), timer(retryMs)) }),
   );
 
+  // CONTRACT 4.8: the report state of every webhook with `report`, loaded (or reset) before the first batch is decided
+  const reporting = reportingOf(subscriptions);
+  const report = redisReportState(redis, startup.id, retryMs, reporting, {
+    onReset: (w, fields) => log.info({ webhook: w.index, host: w.host, points: fields }, 'report state reset: the webhook\'s url, filter or report changed; every point\'s next entry is reported'),
+    onDecided: (w, suppressed) => suppressed > 0 && metrics.pointsSuppressed.inc({ webhook: String(w.index), host: w.host }, suppressed),
+    onWriteError: (err) => observe.writeFailed('delivery record', err),
+  });
+
   const pipeline$ = defer(() => ctx.datastore.ready()).pipe(
+    mergeMap(() => report.load()),
     mergeMap(() => disabled$),
     mergeMap((disabled) => entries$.pipe(pushPipeline$({
       subscriptions,
@@ -119,6 +129,7 @@ const startPush = (ctx: ConnectorContext, subscriptions: readonly WebhookSubscri
         markDone: state.markDone,
         ack: (first, ids, keys) => state.ack(first, ids, keys).pipe(tap(() => inFlight.acknowledged(ids))),
       },
+      ...(reporting.length > 0 ? { report } : {}),
       onUndecodable: observe.undeliverable,
       onBatch: observe.batch,
     }))),

@@ -66,6 +66,8 @@ export const makeMetrics = (who: MetricsIdentity) => {
     backlogBatches: new Gauge({ name: 'webhook_backlog_batches', help: 'Batches in the webhook backlog (any reason), as this replica knows them', labelNames: ['webhook', 'host'] as const, ...outbound }),
     interrogations: new Counter({ name: 'webhook_interrogations_total', help: 'Interrogations completed (CONTRACT 4.6), by cause (interrogation, periodic)', labelNames: ['webhook', 'host', 'cause'] as const, ...outbound }),
     redriven: new Counter({ name: 'webhook_redriven_total', help: 'Backlog batches re-sent, by outcome (delivered, failed)', labelNames: ['webhook', 'host', 'outcome'] as const, ...outbound }),
+    pointsSent: new Counter({ name: 'webhook_points_sent_total', help: 'Data points of live batches delivered with a 2xx (first attempts, retries and redrive), each once, per webhook', labelNames: ['webhook', 'host'] as const, ...outbound }),
+    pointsSuppressed: new Counter({ name: 'webhook_points_suppressed_total', help: 'Entries a webhook\'s report (CONTRACT 4.8) held back: its filter matched them, they had not changed enough', labelNames: ['webhook', 'host'] as const, ...outbound }),
     pointsSkipped: new Counter({ name: 'webhook_points_skipped_total', help: 'Data points left out of a webhook\'s bodies, by reason (unformattable: its format cannot write them)', labelNames: ['webhook', 'host', 'reason'] as const, ...outbound }),
     renderFailures: new Counter({ name: 'webhook_render_failures_total', help: 'Batches that could not be rendered in a webhook\'s format (dead-lettered, refused)', labelNames: ['webhook', 'host'] as const, ...outbound }),
     bodyTime: new Counter({

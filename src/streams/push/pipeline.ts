@@ -7,6 +7,8 @@ import type { LaneResult } from '../webhook/lane';
 import type { BatchRecord, DeliveryState } from '../read/deliveryState';
 import type { ReadChunk } from '../read/reader';
 import { partFor } from '../webhook/filter';
+import { decodePart } from '../webhook/report';
+import type { ReportState } from '../webhook/reportState';
 import { regroup } from '../read/regroup';
 import type { WebhookSubscription } from '../webhook/subscription';
 
@@ -19,6 +21,8 @@ export interface PipelineOptions {
   readonly lane: (subscription: WebhookSubscription) => OperatorFunction<Batch, LaneResult>;
   /** Records, marks and acknowledgements (see `DeliveryState`); each retries by itself until it lands or is unsubscribed. */
   readonly state: Pick<DeliveryState, 'record' | 'markDone' | 'ack'>;
+  /** With webhooks that have `report` (CONTRACT 4.8): records a new batch with their decision, in place of `state.record`. */
+  readonly report?: Pick<ReportState, 'record'>;
   readonly onUndecodable: (id: string, reason: string) => void;
   readonly onBatch?: (batch: Batch) => void;
   readonly scheduler?: SchedulerLike;
@@ -70,17 +74,44 @@ export const markAsDone = (lanes: number, keys: readonly string[], markDone: Del
 
 /**
  * A batch of these entries (re-formed along its record, when it has one) with the part of each
- * filtered webhook (CONTRACT 4.5; `partFor`): worked out once, where the entries are at hand.
+ * filtered webhook (CONTRACT 4.5; `partFor`): worked out once, where the entries are at hand. A
+ * webhook with `report` (4.8) gets its part from `withReport`, once its batch is decided.
  */
 export const formBatch = (subscriptions: readonly WebhookSubscription[]) => {
-  const filtered = subscriptions.filter((s) => s.webhook.filter !== undefined);
+  const filtered = subscriptions.filter((s) => s.webhook.filter !== undefined && s.webhook.report === undefined);
+  const reporting = subscriptions.filter((s) => s.webhook.report !== undefined);
   return (entries: readonly DecodedEntry[], record?: BatchRecord): Batch => {
     const batch = toBatch(entries, record);
-    if (filtered.length === 0) return batch;
+    if (filtered.length === 0 && (record === undefined || reporting.length === 0)) return batch;
     const parts = new Map<string, Batch | null>();
     for (const s of filtered) parts.set(s.key, partFor(s.webhook.filter!, entries, batch, record?.parts?.get(s.key)));
-    return { ...batch, parts };
+    return record === undefined ? { ...batch, parts } : withReport(reporting, batch, entries, (key) => record.parts?.get(key));
   };
+};
+
+const EVERY_POINT = {};
+
+/**
+ * The batch with the part of each webhook with `report` (CONTRACT 4.8) as its record says
+ * (`encodePart`; null: nothing, it is marked done with the record); a webhook of which the record
+ * says nothing (recorded before it had `report`) gets every entry its filter matches.
+ */
+export const withReport = (
+  reporting: readonly WebhookSubscription[], batch: Batch, entries: readonly DecodedEntry[], recorded: (key: string) => string | null | undefined,
+): Batch => {
+  if (reporting.length === 0) return batch;
+  const parts = new Map(batch.parts);
+  for (const s of reporting) {
+    const value = recorded(s.key);
+    const filter = s.webhook.filter ?? EVERY_POINT;
+    if (value === null) parts.set(s.key, null);
+    else if (value === undefined) parts.set(s.key, partFor(filter, entries, batch));
+    else {
+      const part = decodePart(value);
+      parts.set(s.key, partFor(filter, entries.filter((e) => part.holds(e.id)), batch, value));
+    }
+  }
+  return { ...batch, parts };
 };
 
 /** What a new batch's record says of its filtered webhooks' parts: key and webhook-id of each that gets one. */
@@ -123,24 +154,30 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
         map((i) => i.d),
         filter(isOk),
         map((d) => d.entry),
-        batches(o.windowMs, o.maxSize, o.scheduler, form),
+        batches(o.windowMs, o.maxSize, o.scheduler, (es) => es),
       );
       const replayed = items$.pipe(filter((i): i is Extract<Item, { kind: 'batch' }> => i.kind === 'batch'));
       const replayed$ = replayed.pipe(
         map((i) => ({ entries: i.ds.filter(isOk).map((d) => d.entry), record: i.record })),
         filter((r) => r.entries.length > 0),
-        map((r) => form(r.entries, r.record)),
       );
       // A recorded batch of which no entry decodes: nothing to send, but its record must go.
       const emptyRecorded$ = replayed.pipe(
         filter((i) => i.record !== undefined && !i.ds.some(isOk)),
         mergeMap((i) => o.state.ack(i.record!.first, [], keys).pipe(ignoreElements())),
       );
-      if (o.subscriptions.length === 0) return merge(undecodable$, emptyRecorded$, merge(replayed$, fresh$).pipe(mergeMap(acked)));
-      const all$ = merge(replayed$, fresh$).pipe(
+      if (o.subscriptions.length === 0) return merge(undecodable$, emptyRecorded$, merge(replayed$.pipe(map((r) => form(r.entries, r.record))), fresh$.pipe(map((es) => toBatch(es)))).pipe(mergeMap(acked)));
+      const reporting = o.subscriptions.filter((s) => s.webhook.report !== undefined);
+      /** CONTRACT 4.3: recorded before it goes out; with `report` (4.8), decided and recorded in one write. */
+      const recordNew = (entries: readonly DecodedEntry[]): Observable<Batch> => {
+        const b = form(entries);
+        if (o.report === undefined || reporting.length === 0) return o.state.record(b.ids, recordedParts(b)).pipe(ignoreElements(), endWith(b));
+        return o.report.record(entries, recordedParts(b)).pipe(map((decided) => withReport(reporting, b, entries, (key) => decided.get(key))));
+      };
+      const all$ = merge(replayed$.pipe(map((r) => (r.record !== undefined ? of(form(r.entries, r.record)) : recordNew(r.entries)))), fresh$.pipe(map(recordNew))).pipe(
         // CONTRACT 4.3: a batch goes out only once its boundaries are recorded (in order, one at a time:
-        // a record is one HSET; while the data store is away nothing is read anyway).
-        concatMap((b) => (b.recorded ? of(b) : o.state.record(b.ids, recordedParts(b)).pipe(ignoreElements(), endWith(b)))),
+        // a record is one write; while the data store is away nothing is read anyway).
+        concatMap((b$) => b$),
         map((b) => {
           o.onBatch?.(b);
           return b;

@@ -88,12 +88,15 @@ const tracesOf = (entries: readonly DecodedEntry[]): EntryTrace[] | undefined =>
  * A batch closes `windowMs` after it opened or when it holds `maxSize` entries; `bufferTime`
  * emits `[]` for an empty window, which is dropped. On completion the open batch is flushed.
  */
-export const batches = (
-  windowMs: number, maxSize: number, scheduler: SchedulerLike = asyncScheduler, form: (entries: readonly DecodedEntry[]) => Batch = toBatch,
-): OperatorFunction<DecodedEntry, Batch> =>
-  (source) =>
+export function batches(windowMs: number, maxSize: number, scheduler?: SchedulerLike): OperatorFunction<DecodedEntry, Batch>;
+export function batches<T>(windowMs: number, maxSize: number, scheduler: SchedulerLike | undefined, form: (entries: readonly DecodedEntry[]) => T): OperatorFunction<DecodedEntry, T>;
+export function batches<T>(
+  windowMs: number, maxSize: number, scheduler: SchedulerLike = asyncScheduler, form: (entries: readonly DecodedEntry[]) => T = toBatch as unknown as (entries: readonly DecodedEntry[]) => T,
+): OperatorFunction<DecodedEntry, T> {
+  return (source) =>
     source.pipe(
       bufferTime(windowMs, null, maxSize, scheduler),
       filter((b) => b.length > 0),
       map((entries) => form(entries)),
     );
+}

@@ -27,7 +27,9 @@ export const matches = (f: PointFilter, e: Pick<DecodedEntry, 'casdu' | 'ioa' | 
   inRanges(f.casdu, e.casdu) && inRanges(f.ioa, e.ioa) && inRanges(f.types, e.type);
 
 /** `{first}_{last}` as recorded, split; undefined when it is not one. */
-const splitRange = (range: string | undefined): [string, string] | undefined => {
+const splitRange = (recorded: string | undefined): [string, string] | undefined => {
+  // a reporting webhook's part (CONTRACT 4.8) goes on after a space (`encodePart`): its range comes first
+  const range = recorded?.split(' ', 1)[0];
   const bar = range?.indexOf('_') ?? -1;
   return range === undefined || bar < 0 ? undefined : [range.slice(0, bar), range.slice(bar + 1)];
 };

@@ -157,6 +157,8 @@ export const laneObserver = (
       if (outcome === 'skipped') return;
       counter(deliveryCounters, (o) => metrics.deliveries.labels({ ...labels, outcome: o }), outcome).inc();
       if (outcome === 'delivered') observeLag(lag, batch.ids, now().getTime());
+      // CONTRACT 4.8: a live batch's points, once, when its 2xx came (nothing to send is no request)
+      if (outcome === 'delivered' && attempts > 0 && batch.cause === undefined) metrics.pointsSent.inc(labels, batch.size);
       if (outcome === 'deadlettered') {
         backlogChanged();
         const kind = backlogReason ?? 'exhausted';
@@ -212,6 +214,7 @@ export const laneObserver = (
       metrics.redriven.inc({ ...labels, outcome: delivered ? 'delivered' : 'failed' });
       // a backlog entry knows its first entry's ID, not each one's: every point it held counts from that
       if (delivered && batch !== undefined) observeBacklogLag(lag, webhookId, batch.size, now().getTime());
+      if (delivered && batch !== undefined && batch.cause === undefined) metrics.pointsSent.inc(labels, batch.size);
       if (!delivered) log.warn({ webhook: index, host, webhookId, reason }, 'redrive of a backlog batch failed; it stays in the backlog');
     },
   };

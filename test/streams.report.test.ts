@@ -1,0 +1,240 @@
+import fc from 'fast-check';
+import type { ReportSettings } from '../src/config/reportSettings';
+import type { PointFilter } from '../src/config/webhookSettings';
+import {
+  canonical, candidateOf, decide, decodePart, decodeReported, encodePart, encodeReported, reportable, ruleFor, type Candidate, type Reported,
+} from '../src/streams/webhook/report';
+
+/** One table per invariant of src/streams/webhook/report.ts, then the whole against a reference written from CONTRACT 4.8. */
+const entry = (id: string, point: Record<string, unknown>) => candidateOf({ id, json: JSON.stringify(point), casdu: point.casdu as number, ioa: point.ioa as number, type: point.type as number });
+const P = (value: unknown, extra: Record<string, unknown> = {}) => ({ casdu: 1, ioa: 2, type: 36, value, timestamp: 't', ...extra });
+const last = (id: string, value: unknown, extra: Record<string, unknown> = {}): Reported => {
+  const c = entry(id, P(value, extra));
+  return { id: c.id, value: c.value, rest: c.rest };
+};
+const R = (r: ReportSettings) => r;
+
+describe('report by exception (src/streams/webhook/report.ts)', () => {
+  it('1: an entry of a point nothing was reported of is reportable, whatever the rules', () => {
+    for (const r of [R({ deadband: [{ absolute: 1e9 }] }), R({ maxSilenceSeconds: 86400 })]) expect(reportable(r, undefined, entry('5-0', P(1)))).toBe(true);
+  });
+
+  it.each([
+    ['older by ms', '4-9', false],
+    ['older by sequence', '5-0', false],
+    ['the same entry again (its record landed, its answer was lost)', '5-1', true],
+    ['newer by sequence, changed', '5-2', true],
+    ['newer by ms, changed', '10-0', true],
+    ['a much larger ms (13 digits) against a short one', '1732838400000-0', true],
+  ])('2: an entry %s than the last reported one: %s', (_name, id, expected) => {
+    expect(reportable(R({ deadband: [{ absolute: 0 }] }), last('5-1', 1), entry(id, P(id === '5-1' ? 1 : 7)))).toBe(expected);
+  });
+
+  it.each([
+    ['a field changed', { quality: 'bad' }, { quality: 'good' }, true],
+    ['a field added', {}, { quality: 'good' }, true],
+    ['a field removed', { quality: 'good' }, {}, true],
+    ['a nested object in another key order', { q: { a: 1, b: [1, { c: 2, d: 3 }] } }, { q: { b: [1, { d: 3, c: 2 }], a: 1 } }, false],
+    ['a number written otherwise (1.0 and 1)', { n: 1 }, { n: 1.0 }, false],
+    ['type changed', { type: 36 }, { type: 30 }, true],
+    ['source changed', { source: 'a' }, { source: 'b' }, true],
+    ['only the timestamp changed', { timestamp: 'x' }, { timestamp: 'y' }, false],
+  ])('3: %s: reportable %s (the value within the deadband)', (_name, before, after, expected) => {
+    const r = R({ deadband: [{ absolute: 10 }] });
+    expect(reportable(r, last('1-0', 5, before), entry('2-0', P(6, after)))).toBe(expected);
+  });
+
+  it.each([
+    ['exactly maxSilenceSeconds later', 1000 + 900_000, true],
+    ['a millisecond short of it', 1000 + 899_999, false],
+  ])('4: %s: reportable %s (unchanged value), measured between stream IDs', (_name, ms, expected) => {
+    expect(reportable(R({ maxSilenceSeconds: 900 }), last('1000-5', 1), entry(`${ms}-0`, P(1)))).toBe(expected);
+    // without maxSilenceSeconds an unchanged value never is
+    expect(reportable(R({ deadband: [{ absolute: 0 }] }), last('1000-5', 1), entry(`${ms}-0`, P(1)))).toBe(false);
+  });
+
+  it.each([
+    ['absolute: beyond', [{ absolute: 0.5 }], 10, 10.6, true],
+    ['absolute: exactly at the band', [{ absolute: 0.5 }], 10, 10.5, false],
+    ['absolute: down beyond', [{ absolute: 0.5 }], 10, 9.4, true],
+    ['absolute 0: any change', [{ absolute: 0 }], 10, 10.000001, true],
+    ['absolute 0: no change', [{ absolute: 0 }], 10, 10, false],
+    ['percent: beyond', [{ percent: 2 }], 100, 102.5, true],
+    ['percent: exactly at the band', [{ percent: 2 }], 100, 102, false],
+    ['percent of a negative last value', [{ percent: 10 }], -50, -44, true],
+    ['percent of a negative last value, within', [{ percent: 10 }], -50, -46, false],
+    ['percent: any change from 0', [{ percent: 50 }], 0, 0.001, true],
+    ['percent: 0 stays 0', [{ percent: 50 }], 0, 0, false],
+    ['no rule matches: any change', [{ filter: { types: [[30, 30]] }, absolute: 100 }], 10, 10.1, true],
+    ['no rule matches: no change', [{ filter: { types: [[30, 30]] }, absolute: 100 }], 10, 10, false],
+    ['the first matching rule wins', [{ filter: { types: [[36, 36]] }, absolute: 5 }, { absolute: 0 }], 10, 13, false],
+    ['a rule that does not match is passed over', [{ filter: { casdu: [[9, 9]] }, absolute: 0 }, { absolute: 5 }], 10, 13, false],
+    ['boolean changed', [{ absolute: 5 }], true, false, true],
+    ['boolean unchanged', [{ absolute: 5 }], true, true, false],
+    ['string changed', [{ absolute: 5 }], 'on', 'off', true],
+    ['number to string', [{ absolute: 5 }], 1, '1', true],
+    ['null to number', [{ absolute: 5 }], null, 1, true],
+    ['null unchanged', [{ absolute: 5 }], null, null, false],
+    ['an object value, keys reordered', [{ absolute: 5 }], { a: 1, b: 2 }, { b: 2, a: 1 }, false],
+    ['a value that appears', [{ absolute: 5 }], undefined, 1, true],
+  ] as const)('5: %s', (_name, deadband, before, after, expected) => {
+    const b = before === undefined ? (() => { const c = entry('1-0', { casdu: 1, ioa: 2, type: 36 }); return { id: c.id, value: c.value, rest: c.rest }; })() : last('1-0', before);
+    expect(reportable(R({ deadband: deadband as never }), b, entry('2-0', P(after)))).toBe(expected);
+  });
+
+  it('5: ruleFor picks the first rule whose filter matches, undefined when none does', () => {
+    const rules = [{ filter: { ioa: [[5, 5]] as const }, absolute: 1 }, { filter: { casdu: [[1, 1]] as const }, percent: 2 }];
+    expect(ruleFor(rules, { casdu: 1, ioa: 5, type: 36 })).toBe(rules[0]);
+    expect(ruleFor(rules, { casdu: 1, ioa: 6, type: 36 })).toBe(rules[1]);
+    expect(ruleFor(rules, { casdu: 2, ioa: 6, type: 36 })).toBeUndefined();
+  });
+
+  it('6: a batch is decided in order, each entry against what the ones before it left; an entry not reported changes nothing', () => {
+    const r = R({ deadband: [{ absolute: 0.5 }] });
+    const cs = [entry('1-0', P(10)), entry('2-0', P(10.3)), entry('3-0', P(10.6)), entry('4-0', P(11.0)), entry('5-0', P(11.2)), entry('6-0', P(1, { ioa: 3 }))];
+    const d = decide(r, undefined, () => undefined, cs);
+    // 10.6 is measured from 10 (reported), not from 10.3 (held back); 11.0 and 11.2 from 10.6
+    expect(d.reported.map((c) => c.id)).toEqual(['1-0', '3-0', '5-0', '6-0']);
+    expect(d.suppressed).toBe(2);
+    expect([...d.writes.keys()]).toEqual(['1:2', '1:3']);
+    expect(d.writes.get('1:2')).toEqual({ id: '5-0', value: '11.2', rest: cs[4]!.rest });
+    // against a state: the first entry already compares with it
+    const d2 = decide(r, undefined, (p) => (p === '1:2' ? last('0-1', 10.2) : undefined), cs.slice(0, 2));
+    expect(d2.reported.map((c) => c.id)).toEqual([]);
+    expect(d2.writes.size).toBe(0);
+  });
+
+  it('7: only the entries the filter matches are decided; the others are neither reported nor counted, and leave no state', () => {
+    const f: PointFilter = { ioa: [[3, 3]] };
+    const cs = [entry('1-0', P(1)), entry('2-0', P(1, { ioa: 3 })), entry('3-0', P(1, { ioa: 3 }))];
+    const d = decide(R({ maxSilenceSeconds: 5 }), f, () => undefined, cs);
+    expect([d.reported.map((c) => c.id), d.suppressed, [...d.writes.keys()]]).toEqual([['2-0'], 1, ['1:3']]);
+  });
+
+  it('a point is `{casdu}:{ioa}`; its other fields are compared without value, timestamp and the address', () => {
+    const c = entry('1-0', { ioa: 7, value: 1.5, casdu: 20, timestamp: 'x', quality: 'good', source: 's' });
+    expect([c.point, c.value, c.rest]).toEqual(['20:7', '1.5', '{"quality":"good","source":"s"}']);
+    expect(entry('1-0', { value: 1 }).point).toBe('null:null');
+    expect(canonical({ b: [2, { d: 1, c: undefined }], a: 'x' })).toBe('{"a":"x","b":[2,{"c":null,"d":1}]}');
+  });
+
+  it('a state record is stored as text and read back exactly; anything else reads as no record', () => {
+    const r = { id: '1732838400000-12', value: '"a\\nb"', rest: '{"q":"x y"}' };
+    expect(decodeReported(encodeReported(r))).toEqual(r);
+    for (const bad of ['', 'x\n1\n{}', '1-0\n1', 'abc']) expect(decodeReported(bad)).toBeUndefined();
+  });
+
+  it('a part is recorded as its webhook-id, and the shorter list of the entries it holds (+) or does not (-)', () => {
+    const m = ['1-0', '2-0', '3-0', '4-0', '5-0'];
+    expect(encodePart(m, m)).toBe('1-0_5-0');
+    expect(encodePart(m, ['2-0', '4-0'])).toBe('2-0_4-0 +2-0,4-0');
+    expect(encodePart(m, ['1-0', '2-0', '3-0', '5-0'])).toBe('1-0_5-0 -4-0');
+    for (const reported of [m, ['2-0', '4-0'], ['1-0', '2-0', '3-0', '5-0'], ['3-0']]) {
+      const p = decodePart(encodePart(m, reported));
+      expect([p.webhookId, m.filter(p.holds)]).toEqual([`${reported[0]}_${reported[reported.length - 1]}`, reported]);
+    }
+  });
+});
+
+/**
+ * The reference: CONTRACT 4.8 read literally — one reader, in stream order, a map of the last
+ * reported data point objects, compared with a deep equality of its own.
+ */
+const deepEqual = (a: unknown, b: unknown): boolean => {
+  if (typeof a !== typeof b) return false;
+  if (a === null || b === null || typeof a !== 'object') return a === b;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a as object);
+  const kb = Object.keys(b as object);
+  return ka.length === kb.length && ka.every((k) => Object.hasOwn(b as object, k) && deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+};
+const reference = (settings: ReportSettings, filter: PointFilter | undefined, stream: ReadonlyArray<{ id: string; point: Record<string, unknown> }>): string[] => {
+  const inRanges = (rs: ReadonlyArray<readonly [number, number]> | undefined, v: unknown) => rs === undefined || (typeof v === 'number' && rs.some(([lo, hi]) => v >= lo && v <= hi));
+  const matchesFilter = (f: PointFilter, p: Record<string, unknown>) => inRanges(f.casdu, p.casdu) && inRanges(f.ioa, p.ioa) && inRanges(f.types, p.type);
+  const ms = (id: string) => Number(id.split('-')[0]);
+  const lastOf = new Map<string, { id: string; point: Record<string, unknown> }>();
+  const out: string[] = [];
+  for (const e of stream) {
+    if (filter !== undefined && !matchesFilter(filter, e.point)) continue;
+    const key = `${JSON.stringify(e.point.casdu)}:${JSON.stringify(e.point.ioa)}`;
+    const l = lastOf.get(key);
+    let send = l === undefined;
+    if (l !== undefined) {
+      // 1. any field but value and timestamp differs (present in one only, or of another JSON value)
+      const others = new Set([...Object.keys(e.point), ...Object.keys(l.point)].filter((k) => k !== 'value' && k !== 'timestamp'));
+      send = [...others].some((k) => Object.hasOwn(e.point, k) !== Object.hasOwn(l.point, k) || !deepEqual(e.point[k], l.point[k]));
+      // 3. silence between stream IDs
+      if (!send && settings.maxSilenceSeconds !== undefined) send = ms(e.id) - ms(l.id) >= settings.maxSilenceSeconds * 1000;
+      // 2. the value beyond the deadband
+      if (!send) {
+        const v = e.point.value;
+        const lv = l.point.value;
+        if (typeof v === 'number' && typeof lv === 'number') {
+          const rule = (settings.deadband ?? []).find((r) => r.filter === undefined || matchesFilter(r.filter, e.point));
+          send = rule === undefined ? v !== lv : 'absolute' in rule ? Math.abs(v - lv) > rule.absolute : Math.abs(v - lv) * 100 > rule.percent * Math.abs(lv);
+        } else send = !(Object.hasOwn(e.point, 'value') === Object.hasOwn(l.point, 'value') && deepEqual(v, lv));
+      }
+    }
+    if (send) {
+      out.push(e.id);
+      lastOf.set(key, e);
+    }
+  }
+  return out;
+};
+
+const ranges = fc.array(fc.tuple(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 0, max: 1 })).map(([a, d]) => [a, a + d] as const), { minLength: 1, maxLength: 2 });
+const filterArb: fc.Arbitrary<PointFilter | undefined> = fc.option(fc.record({ casdu: ranges, ioa: ranges }, { requiredKeys: [] }), { nil: undefined });
+const rule = fc.oneof(
+  fc.record({ filter: filterArb, absolute: fc.constantFrom(0, 0.5, 1, 2.5) }),
+  fc.record({ filter: filterArb, percent: fc.constantFrom(0, 1, 10, 50) }),
+).map((r) => (r.filter === undefined ? (({ filter: _f, ...rest }) => rest)(r) : r));
+const settingsArb: fc.Arbitrary<ReportSettings> = fc
+  .record({ deadband: fc.option(fc.array(rule, { minLength: 1, maxLength: 3 }), { nil: undefined }), maxSilenceSeconds: fc.option(fc.integer({ min: 1, max: 5 }), { nil: undefined }) })
+  .filter((r) => r.deadband !== undefined || r.maxSilenceSeconds !== undefined)
+  .map((r) => ({ ...(r.deadband !== undefined ? { deadband: r.deadband as never } : {}), ...(r.maxSilenceSeconds !== undefined ? { maxSilenceSeconds: r.maxSilenceSeconds } : {}) }));
+/** Slow noisy floats, some integers and zeros, rare flips of status and of type; a value now and then absent, a string or a boolean. */
+const valueArb = fc.oneof(
+  { weight: 6, arbitrary: fc.integer({ min: -40, max: 40 }).map((n) => n / 8) },
+  { weight: 1, arbitrary: fc.constantFrom(0, true, false, 'on', null, undefined) },
+);
+const pointArb = fc.record({
+  casdu: fc.integer({ min: 1, max: 3 }), ioa: fc.integer({ min: 1, max: 3 }), value: valueArb,
+  quality: fc.constantFrom('good', 'good', 'good', 'good', 'bad', undefined), type: fc.constantFrom(36, 36, 36, 30), gapMs: fc.integer({ min: 0, max: 2500 }),
+});
+const streamArb = fc.array(pointArb, { maxLength: 60 }).map((ps) => {
+  let ms = 1_000_000;
+  return ps.map(({ gapMs, value, quality, ...p }, i) => {
+    ms += gapMs;
+    const point: Record<string, unknown> = { ...p, timestamp: `t${i}` };
+    if (value !== undefined) point.value = value;
+    if (quality !== undefined) point.quality = quality;
+    return { id: `${ms}-${i}`, point };
+  });
+});
+
+describe('report by exception against the reference (CONTRACT 4.8, read literally)', () => {
+  const candidates = (stream: ReadonlyArray<{ id: string; point: Record<string, unknown> }>): Candidate[] =>
+    stream.map((e) => entry(e.id, e.point));
+  it('random streams, rules and silences: one decision of the whole stream reports what the reference does', () => {
+    fc.assert(fc.property(settingsArb, filterArb, streamArb, (settings, filter, stream) => {
+      expect(decide(settings, filter, () => undefined, candidates(stream)).reported.map((c) => c.id)).toEqual(reference(settings, filter, stream));
+    }), { numRuns: 400 });
+  });
+  it('the same stream cut into batches anywhere, each decided against the state the ones before left: the same entries', () => {
+    fc.assert(fc.property(settingsArb, filterArb, streamArb, fc.array(fc.integer({ min: 1, max: 10 }), { minLength: 1 }), (settings, filter, stream, cuts) => {
+      const state = new Map<string, string>();
+      const got: string[] = [];
+      let at = 0;
+      for (let k = 0; at < stream.length; k++) {
+        const batch = candidates(stream.slice(at, at + cuts[k % cuts.length]!));
+        at += cuts[k % cuts.length]!;
+        // through the stored text, as Redis keeps it
+        const d = decide(settings, filter, (p) => (state.has(p) ? decodeReported(state.get(p)!) : undefined), batch);
+        for (const [p, r] of d.writes) state.set(p, encodeReported(r));
+        got.push(...d.reported.map((c) => c.id));
+      }
+      expect(got).toEqual(reference(settings, filter, stream));
+    }), { numRuns: 300 });
+  });
+});
