@@ -1,0 +1,115 @@
+import { lastValueFrom } from 'rxjs';
+import type { Webhook } from '../src/config/webhookSettings';
+import { batchesKey, reportedKey } from '../src/mapping/keys';
+import { decodeRecords } from '../src/streams/read/deliveryState';
+import type { DecodedEntry } from '../src/streams/read/entries';
+import { redisReportState, reportingOf, type ReportObserver } from '../src/streams/webhook/reportState';
+import { deliveryDefaults, makeSubscriptions } from '../src/streams/webhook/subscription';
+import { privateRedis } from './helpers/redis';
+
+/** The invariants written at the top of src/streams/webhook/reportState.ts, against a real Redis. */
+const r = privateRedis();
+beforeEach(() => r.client.flushall());
+
+const run = <A>(o: import('rxjs').Observable<A>) => lastValueFrom(o);
+const DEFAULTS = deliveryDefaults({ maxAttempts: 3, maxInFlight: 2, circuitFailureThreshold: 3, probeIntervalSeconds: 5, autoRedrive: true, timeoutMilliseconds: 1000, allowedNetworks: [], maxBodyBytes: 1 << 24 } as never);
+const hook = (url: string, report: Webhook['report'], filter?: Webhook['filter']): Webhook => ({ url, headers: {}, secrets: [], report, ...(filter !== undefined ? { filter } : {}) });
+const e = (id: string, ioa: number, value: unknown, extra: Record<string, unknown> = {}): DecodedEntry => ({
+  id, json: JSON.stringify({ casdu: 1, ioa, value, ...extra }), casdu: 1, ioa, type: undefined,
+});
+const events = () => {
+  const seen = { resets: [] as Array<[number, number]>, suppressed: [] as Array<[number, number]>, errors: [] as unknown[] };
+  const o: ReportObserver = { onReset: (w, n) => seen.resets.push([w.index, n]), onDecided: (w, n) => seen.suppressed.push([w.index, n]), onWriteError: (err) => seen.errors.push(err) };
+  return { seen, o };
+};
+const stateOf = (webhooks: Webhook[], observer: ReportObserver) => {
+  const reporting = reportingOf(makeSubscriptions(webhooks, DEFAULTS));
+  return { reporting, state: redisReportState(r.client, 'c', 50, reporting, observer) };
+};
+
+it('1: the decision of every reporting webhook and the batch\'s record land in one write: parts, done marks and each point\'s state', async () => {
+  const webhooks = [hook('http://a/', { deadband: [{ absolute: 0.5 }] }), hook('http://b/', { maxSilenceSeconds: 60 }, { ioa: [[9, 9]] }), hook('http://c/', { deadband: [{ absolute: 0 }] })];
+  const { seen, o } = events();
+  const { reporting, state } = stateOf(webhooks, o);
+  await run(state.load());
+  const parts = await run(state.record([e('1-0', 1, 10), e('1-1', 1, 10.2), e('1-2', 1, 11), e('2-0', 2, 'on')], [['9 http://x/', '1-0_1-0']]));
+  // a: 10 and 11 of point 1:1 (10.2 held back), and 2-0 of 1:2; b: its filter matches nothing → nothing
+  expect([...parts]).toEqual([[reporting[0]!.key, '1-0_2-0 -1-1'], [reporting[1]!.key, null], [reporting[2]!.key, '1-0_2-0']]);
+  const records = decodeRecords(await r.client.hgetall(batchesKey('c')));
+  const rec = records.get('1-0')!;
+  expect([rec.last, [...rec.done], Object.fromEntries(rec.parts!)]).toEqual(['2-0', [reporting[1]!.key], { '9 http://x/': '1-0_1-0', [reporting[0]!.key]: '1-0_2-0 -1-1', [reporting[2]!.key]: '1-0_2-0' }]);
+  const a = await r.client.hgetall(reportedKey('c', 0));
+  expect(Object.keys(a).sort()).toEqual(['1:1', '1:2', '~']);
+  expect(a['1:1']).toBe('1-2\n11\n{}');
+  expect(await r.client.hgetall(reportedKey('c', 1))).toEqual({ '~': reporting[1]!.digest });
+  expect(seen.suppressed).toEqual([[0, 1], [1, 0], [2, 0]]);
+});
+
+it('2: a replica that decided against records another replica changed since gets them from the script, decides again, and holds back what the other reported', async () => {
+  const webhooks = [hook('http://a/', { deadband: [{ absolute: 0.5 }] })];
+  const one = stateOf(webhooks, events().o);
+  const two = stateOf(webhooks, events().o);
+  await run(one.state.load());
+  await run(two.state.load());
+  // replica one reports 10 for point 1:1; replica two has not seen that
+  expect([...(await run(one.state.record([e('1-0', 1, 10)], [])))]).toEqual([[one.reporting[0]!.key, '1-0_1-0']]);
+  // two's copy is stale: decided alone, 10.2 would be its first entry of the point and reported
+  const parts = await run(two.state.record([e('2-0', 1, 10.2)], []));
+  expect([...parts]).toEqual([[two.reporting[0]!.key, null]]);
+  expect((await r.client.hget(reportedKey('c', 0), '1:1'))!.split('\n')[0]).toBe('1-0');
+  // and two's copy now holds one's record: 10.6 is measured from 10
+  expect([...(await run(two.state.record([e('3-0', 1, 10.6)], [])))]).toEqual([[two.reporting[0]!.key, '3-0_3-0']]);
+});
+
+it('a batch whose record landed before (its answer lost) gets the parts recorded then, not a second decision', async () => {
+  const webhooks = [hook('http://a/', { deadband: [{ absolute: 0.5 }] })];
+  const { state, reporting } = stateOf(webhooks, events().o);
+  await run(state.load());
+  const batch = [e('1-0', 1, 10), e('1-1', 1, 10.2), e('1-2', 1, 11)];
+  const first = await run(state.record(batch, []));
+  // decided again against the state it left, 10 would be older than 11, and not sent
+  const again = await run(stateOf(webhooks, events().o).state.record(batch, []));
+  expect([...again]).toEqual([...first]);
+  expect(first.get(reporting[0]!.key)).toBe('1-0_1-2 -1-1');
+});
+
+it('4: at start a state built under other settings is emptied (every point reported again); a webhook without report and an index no longer configured lose theirs', async () => {
+  const { o } = events();
+  const old = stateOf([hook('http://a/?db=x', { deadband: [{ absolute: 0.5 }] }), hook('http://b/', { maxSilenceSeconds: 5 })], o);
+  await run(old.state.load());
+  await run(old.state.record([e('1-0', 1, 10), e('1-1', 2, 10)], []));
+  await r.client.hset(reportedKey('c', 7), '1:1', 'x');
+  expect(await r.client.hlen(reportedKey('c', 0))).toBe(3);
+  // the URL's query changed (another database), webhook 1 lost its report
+  const { seen, o: o2 } = events();
+  const next = stateOf([hook('http://a/?db=y', { deadband: [{ absolute: 0.5 }] }), hook('http://b/', undefined)], o2);
+  await run(next.state.load());
+  expect(await r.client.hgetall(reportedKey('c', 0))).toEqual({ '~': next.reporting[0]!.digest });
+  expect(seen.resets).toEqual([[0, 2]]);
+  expect(await r.client.exists(reportedKey('c', 1), reportedKey('c', 7))).toBe(0);
+  // the same settings again keep the state
+  const same = stateOf([hook('http://a/?db=y', { deadband: [{ absolute: 0.5 }] })], events().o);
+  await run(same.state.record([e('2-0', 1, 10)], []));
+  await run(same.state.load());
+  expect(await r.client.hlen(reportedKey('c', 0))).toBe(2);
+  expect([...(await run(same.state.record([e('3-0', 1, 10.1)], [])))]).toEqual([[same.reporting[0]!.key, null]]);
+});
+
+it('a state emptied by a replica with other settings while this one runs: the script resets it to this one\'s and this one decides against nothing', async () => {
+  const a = stateOf([hook('http://a/', { deadband: [{ absolute: 0.5 }] })], events().o);
+  await run(a.state.load());
+  await run(a.state.record([e('1-0', 1, 10)], []));
+  await r.client.hset(reportedKey('c', 0), '~', 'another');
+  expect([...(await run(a.state.record([e('2-0', 1, 10.1)], [])))]).toEqual([[a.reporting[0]!.key, '2-0_2-0']]);
+  expect(await r.client.hget(reportedKey('c', 0), '~')).toBe(a.reporting[0]!.digest);
+});
+
+it('a batch of more points than one script command takes (chunks of 1,000 arguments)', async () => {
+  const { state, reporting } = stateOf([hook('http://a/', { deadband: [{ absolute: 0.5 }] })], events().o);
+  await run(state.load());
+  const batch = Array.from({ length: 2500 }, (_, i) => e(`1-${i}`, i, i));
+  expect((await run(state.record(batch, []))).get(reporting[0]!.key)).toBe('1-0_1-2499');
+  expect(await r.client.hlen(reportedKey('c', 0))).toBe(2501);
+  const again = Array.from({ length: 2500 }, (_, i) => e(`2-${i}`, i, i === 1700 ? 5000 : i));
+  expect((await run(state.record(again, []))).get(reporting[0]!.key)).toBe('2-1700_2-1700 +2-1700');
+});
