@@ -36,7 +36,8 @@ it('the README\'s ACL user runs both connectors and the operator commands, and i
       expect([done.code, done.stderr]).toEqual([0, '']);
     };
     await set('acl-in', { hostUrls: [`http://127.0.0.1:${inPort}`], mappings });
-    await set('acl-out', { hostUrls: [`http://127.0.0.1:${outPort}`], webhooks: [{ url: hook.url }] });
+    // with report (CONTRACT 4.8): its state and each batch's decision are written by a script under this user too
+    await set('acl-out', { hostUrls: [`http://127.0.0.1:${outPort}`], webhooks: [{ url: hook.url, report: { deadband: [{ absolute: 0 }] } }] });
     expect((await runCli(['config', 'get', '--id', 'acl-in'], env)).code).toBe(0);
     // a dead replica's pending entry, for a claim
     await r.client.xgroup('CREATE', 'process:updates', 'rest-outbound:acl-out', '$', 'MKSTREAM');
