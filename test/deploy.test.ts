@@ -119,12 +119,13 @@ describe('Grafana dashboard (deploy/grafana/rest-connectors.json)', () => {
     expect(metricNamesIn('sum by (le) (rate(nope_total{a="b"}[5m]))')).toEqual(['nope_total']); // the check can fail
   });
 
-  it('shows inbound rate and outcomes, GET latency, per-webhook deliveries, latency, queue, state, backlog, dead letters, lag, formats\' failures and callers\' refusals', () => {
+  it('shows inbound rate and outcomes, GET latency, per-webhook deliveries, latency, queue, state, backlog, dead letters, lag, formats\' failures, callers\' refusals and points sent and held back by report', () => {
     const used = new Set(exprs.flatMap(metricNamesIn));
     for (const name of [
       'inbound_requests_total', 'inbound_mappings_total', 'http_request_duration_seconds_bucket', 'webhook_deliveries_total', 'webhook_request_duration_seconds_bucket',
       'webhook_queue_depth', 'webhook_deadlettered_total', 'webhook_state', 'webhook_backlog_batches', 'stream_group_lag', 'rest_connector_info',
       'webhook_delivery_lag_seconds_bucket', 'webhook_render_failures_total', 'webhook_points_skipped_total', 'http_requests_refused_total',
+      'webhook_points_sent_total', 'webhook_points_suppressed_total',
     ]) {
       expect([name, used.has(name)]).toEqual([name, true]);
     }
