@@ -6,7 +6,13 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 
-type Seen = { t: number; seq: number; w?: number };
+type Seen = { t: number; seq: number; w?: number; timestamp?: unknown };
+/** push-report's points carry `t-seq[-w]` in `timestamp` (bench/producer.ts). */
+const fromTimestamp = (p: Seen): Seen => {
+  if (p.seq !== undefined || typeof p.timestamp !== 'string') return p;
+  const [t, seq, w] = p.timestamp.split('-');
+  return { t: Number(t), seq: Number(seq), ...(w !== undefined ? { w: 1 } : {}) };
+};
 const INFLUX_FIELDS = /[ ,](seq|t|w)=([0-9.e+-]+)/g;
 /**
  * The points of a request in any format of CONTRACT 4.7 (push-formats): the default body, NDJSON
@@ -49,7 +55,7 @@ const listen = (port: number, i: number) => {
         return;
       }
       s.requests++;
-      for (const p of points) {
+      for (const p of points.map(fromTimestamp)) {
         if (s.seqs.has(p.seq)) s.duplicates++;
         else s.seqs.add(p.seq);
         s.points++;

@@ -1,7 +1,7 @@
 /**
  * `npm run bench [-- scenario …]`: every figure of ours next to a baseline measured in the same
  * run, as a ratio. Scenarios: inbound-10-mappings, inbound-arrays, inbound-callers, inbound-wait-replicas, inbound-https, tracing, interrogation-1m, get-all-100k, get-one, get-all-1m, push-5-webhooks, push-cpu-per-point,
- * push-one-dead-webhook, push-outage-recovery, push-50-filtered, push-formats, push-formats-before (with BENCH_BEFORE_CLI).
+ * push-one-dead-webhook, push-outage-recovery, push-50-filtered, push-formats, push-formats-before (with BENCH_BEFORE_CLI), push-report.
  * BENCH_SECONDS shortens the load phases (default 10).
  */
 import autocannon from 'autocannon';
@@ -19,6 +19,7 @@ import { missingMessage, missingPrograms } from '../support/prerequisites';
 import { inboundArrays } from './inboundArrays';
 import { pushFormats } from './pushFormats';
 import { pushFormatsBefore } from './pushBefore';
+import { POINTS, pushReport, REPORT } from './pushReport';
 import {
   cpuMs, freePort, httpGet, memory, nextMessage, printTable, resetPeak, saveResult, SECONDS, sleep,
   startConnector, startRedis, startScript, stop, treeCpu, treeCpuMs, waitReady, type Row,
@@ -357,6 +358,14 @@ export interface PushShape {
   readonly traced?: boolean;
   /** push-formats: the bare pipeline's format (`bench/pushBare.ts`), and its JSONata expression. */
   readonly bare?: { readonly format: string; readonly expression?: string };
+  /**
+   * push-report: the producer's environment (PRODUCER_POINTS), and no count to wait for — a webhook
+   * with `report` gets what its rules choose: the run waits until every entry is acknowledged and
+   * the receivers' counts stand still; `after` reads Redis before it is emptied (the state's memory).
+   */
+  readonly producerEnv?: Record<string, string>;
+  readonly settle?: true;
+  readonly after?: (r: Redises) => Promise<Record<string, number>>;
 }
 const FIVE: PushShape = { webhooks: 5, filtered: false };
 const IOAS = 10000;
@@ -403,16 +412,23 @@ export const pushRun = async (r: Redises, who: 'ours' | 'baseline' | 'bare' | 'b
   // the whole job's CPU: the process and those under it (a JSONata format's evaluation process)
   const cpuBefore = treeCpu(server.pid!);
   const callsBefore = await commandCalls(r);
-  const producer = startScript('producer.js', [String(r.port), String(rate), String(SECONDS)], shape.traced === true ? { PRODUCER_TRACEPARENT: '1' } : {});
+  const producer = startScript('producer.js', [String(r.port), String(rate), String(SECONDS)], { ...(shape.traced === true ? { PRODUCER_TRACEPARENT: '1' } : {}), ...shape.producerEnv });
   const made = await nextMessage<{ produced: number; seconds: number }>(producer);
   /** What live receiver i should get: everything, or its filter's share. */
   const want = (i: number) => (shape.filtered ? wantedOf(ports.indexOf(live[i]!), shape.webhooks, made.produced) : made.produced);
   // let deliveries finish: until every live receiver has everything, or 10 s more
   let report: Array<{ distinct: number; duplicates: number; p50: number; p99: number; first: number; last: number; points: number; requests: number }> = [];
+  let still = 0;
   for (let i = 0; i < 100; i++) {
     receivers.send('report');
+    const before = report;
     report = await nextMessage(receivers);
-    if (report.every((x, i) => x.distinct >= want(i))) break;
+    if (shape.settle === true) {
+      // every entry acknowledged, and the counts unchanged for 1 s
+      const pending = ((await r.client.xpending('process:updates', 'rest-outbound:bench-push')) as [number])[0];
+      still = pending === 0 && report.every((x, k) => x.distinct === before[k]?.distinct) ? still + 1 : 0;
+      if (still >= 10) break;
+    } else if (report.every((x, i) => x.distinct >= want(i))) break;
     await sleep(100);
   }
   const cpuAfter = treeCpu(server.pid!);
@@ -424,6 +440,7 @@ export const pushRun = async (r: Redises, who: 'ours' | 'baseline' | 'bare' | 'b
     .map(([c, n]) => [c, ((n - (callsBefore[c] ?? 0)) * 1000) / Math.max(1, made.produced)] as const)
     .filter(([, n]) => n > 0));
   const bodyAfter = who === 'ours' ? await bodyTimeOf(port) : undefined;
+  const afterFigures = shape.after === undefined ? undefined : await shape.after(r);
   await stop(server);
   await stop(receivers);
   const delivered = ports.map((p) => (live.includes(p) ? report[live.indexOf(p)]!.distinct / Math.max(1, want(live.indexOf(p))) : 0));
@@ -443,6 +460,7 @@ export const pushRun = async (r: Redises, who: 'ours' | 'baseline' | 'bare' | 'b
     pointsPerRequest: liveReports.reduce((a, x) => a + x.points, 0) / Math.max(1, liveReports.reduce((a, x) => a + x.requests, 0)),
     redisPer1000: Object.values(redisByCommand).reduce((a, b) => a + b, 0),
     redisByCommand,
+    ...(afterFigures !== undefined ? { after: afterFigures } : {}),
     ...(bodyAfter !== undefined ? { bodyUsPerPoint: Object.fromEntries(Object.entries(bodyAfter).map(([w, us]) => [w, (us - (bodyBefore[w] ?? 0)) / Math.max(1, made.produced)])) } : {}),
   };
 };
@@ -834,6 +852,18 @@ const interrogation1m = async (r: Redises) => {
   return { rows, timeRatio, p99Ratio, growthMb: growth, controlP99Ratio: least(separate.map((x) => x.p99)) / Math.max(1, least(none.map((x) => x.p99))) };
 };
 
+/** push-report: the state's memory, `MEMORY USAGE` of each webhook's hash over the points it holds (CONTRACT 4.8). */
+const reportMemory = async (r: Redises): Promise<Record<string, number>> => {
+  let bytes = 0;
+  let points = 0;
+  for (let n = 0; n < 5; n++) {
+    const key = `connectors:bench-push:reported:${n}`;
+    bytes += Number(await r.client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+    points += (await r.client.hlen(key)) - 1;
+  }
+  return { bytesPerPoint: bytes / Math.max(1, points), points: points / 5 };
+};
+
 const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'inbound-10-mappings': inbound,
   'inbound-wait-replicas': inboundWaitReplicas,
@@ -847,6 +877,10 @@ const SCENARIOS: Record<string, (r: Redises) => Promise<unknown>> = {
   'push-cpu-per-point': pushCpu,
   'push-formats': (r) => pushFormats((who, rate, shape) => pushRun(r, who, rate, false, shape), (who, f) => pushRow(who, f)),
   'push-formats-before': (r) => pushFormatsBefore(r),
+  'push-report': (r) => pushReport((who) => pushRun(r, 'ours', Number(process.env.BENCH_PUSH_RATE ?? 20000), false, {
+    webhooks: 5, filtered: false, settle: true, producerEnv: { PRODUCER_POINTS: String(POINTS) },
+    ...(who === 'report' ? { formats: Array.from({ length: 5 }, () => ({ report: REPORT })), after: reportMemory } : {}),
+  })),
   'push-one-dead-webhook': pushDead,
   'push-outage-recovery': pushOutage,
   'push-50-filtered': pushFiltered,

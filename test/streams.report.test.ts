@@ -9,10 +9,8 @@ import { reference } from './helpers/reportReference';
 /** One table per invariant of src/streams/webhook/report.ts, then the whole against a reference written from CONTRACT 4.8. */
 const entry = (id: string, point: Record<string, unknown>) => candidateOf({ id, json: JSON.stringify(point), casdu: point.casdu as number, ioa: point.ioa as number, type: point.type as number });
 const P = (value: unknown, extra: Record<string, unknown> = {}) => ({ casdu: 1, ioa: 2, type: 36, value, timestamp: 't', ...extra });
-const last = (id: string, value: unknown, extra: Record<string, unknown> = {}): Reported => {
-  const c = entry(id, P(value, extra));
-  return { id: c.id, value: c.value, rest: c.rest };
-};
+/** The record an entry leaves, as Redis keeps it and reads it back. */
+const last = (id: string, value: unknown, extra: Record<string, unknown> = {}): Reported => decodeReported(encodeReported(entry(id, P(value, extra))))!;
 const R = (r: ReportSettings) => r;
 
 describe('report by exception (src/streams/webhook/report.ts)', () => {
@@ -79,7 +77,7 @@ describe('report by exception (src/streams/webhook/report.ts)', () => {
     ['an object value, keys reordered', [{ absolute: 5 }], { a: 1, b: 2 }, { b: 2, a: 1 }, false],
     ['a value that appears', [{ absolute: 5 }], undefined, 1, true],
   ] as const)('5: %s', (_name, deadband, before, after, expected) => {
-    const b = before === undefined ? (() => { const c = entry('1-0', { casdu: 1, ioa: 2, type: 36 }); return { id: c.id, value: c.value, rest: c.rest }; })() : last('1-0', before);
+    const b = before === undefined ? decodeReported(encodeReported(entry('1-0', { casdu: 1, ioa: 2, type: 36 })))! : last('1-0', before);
     expect(reportable(R({ deadband: deadband as never }), b, entry('2-0', P(after)))).toBe(expected);
   });
 
@@ -98,7 +96,7 @@ describe('report by exception (src/streams/webhook/report.ts)', () => {
     expect(d.reported.map((c) => c.id)).toEqual(['1-0', '3-0', '5-0', '6-0']);
     expect(d.suppressed).toBe(2);
     expect([...d.writes.keys()]).toEqual(['1:2', '1:3']);
-    expect(d.writes.get('1:2')).toEqual({ id: '5-0', value: '11.2', rest: cs[4]!.rest });
+    expect(d.writes.get('1:2')).toBe(cs[4]);
     // against a state: the first entry already compares with it
     const d2 = decide(r, undefined, (p) => (p === '1:2' ? last('0-1', 10.2) : undefined), cs.slice(0, 2));
     expect(d2.reported.map((c) => c.id)).toEqual([]);
@@ -120,8 +118,9 @@ describe('report by exception (src/streams/webhook/report.ts)', () => {
   });
 
   it('a state record is stored as text and read back exactly; anything else reads as no record', () => {
-    const r = { id: '1732838400000-12', value: '"a\\nb"', rest: '{"q":"x y"}' };
+    const r = { id: '1732838400000-12', ms: 1732838400000, seq: 12, value: '"a\\nb"', num: undefined, rest: '{"q":"x y"}' };
     expect(decodeReported(encodeReported(r))).toEqual(r);
+    expect(decodeReported('5-1\n-2.5\n{}')).toEqual({ id: '5-1', ms: 5, seq: 1, value: '-2.5', num: -2.5, rest: '{}' });
     for (const bad of ['', 'x\n1\n{}', '1-0\n1', 'abc']) expect(decodeReported(bad)).toBeUndefined();
   });
 

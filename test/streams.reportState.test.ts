@@ -41,7 +41,9 @@ it('1: the decision of every reporting webhook and the batch\'s record land in o
   const a = await r.client.hgetall(reportedKey('c', 0));
   expect(Object.keys(a).sort()).toEqual(['1:1', '1:2', '~']);
   expect(a['1:1']).toBe('1-2\n11\n{}');
-  expect(await r.client.hgetall(reportedKey('c', 1))).toEqual({ '~': reporting[1]!.digest });
+  // the version grew by one with the write, for every reporting webhook (b wrote no point)
+  expect(await r.client.hgetall(reportedKey('c', 1))).toEqual({ '~': `${reporting[1]!.digest} 1` });
+  expect(a['~']).toBe(`${reporting[0]!.digest} 1`);
   expect(seen.suppressed).toEqual([[0, 1], [1, 0], [2, 0]]);
 });
 
@@ -84,7 +86,7 @@ it('4: at start a state built under other settings is emptied (every point repor
   const { seen, o: o2 } = events();
   const next = stateOf([hook('http://a/?db=y', { deadband: [{ absolute: 0.5 }] }), hook('http://b/', undefined)], o2);
   await run(next.state.load());
-  expect(await r.client.hgetall(reportedKey('c', 0))).toEqual({ '~': next.reporting[0]!.digest });
+  expect(await r.client.hgetall(reportedKey('c', 0))).toEqual({ '~': `${next.reporting[0]!.digest} 0` });
   expect(seen.resets).toEqual([[0, 2]]);
   expect(await r.client.exists(reportedKey('c', 1), reportedKey('c', 7))).toBe(0);
   // the same settings again keep the state
@@ -101,7 +103,7 @@ it('a state emptied by a replica with other settings while this one runs: the sc
   await run(a.state.record([e('1-0', 1, 10)], []));
   await r.client.hset(reportedKey('c', 0), '~', 'another');
   expect([...(await run(a.state.record([e('2-0', 1, 10.1)], [])))]).toEqual([[a.reporting[0]!.key, '2-0_2-0']]);
-  expect(await r.client.hget(reportedKey('c', 0), '~')).toBe(a.reporting[0]!.digest);
+  expect(await r.client.hget(reportedKey('c', 0), '~')).toBe(`${a.reporting[0]!.digest} 1`);
 });
 
 it('a batch of more points than one script command takes (chunks of 1,000 arguments)', async () => {
@@ -112,4 +114,32 @@ it('a batch of more points than one script command takes (chunks of 1,000 argume
   expect(await r.client.hlen(reportedKey('c', 0))).toBe(2501);
   const again = Array.from({ length: 2500 }, (_, i) => e(`2-${i}`, i, i === 1700 ? 5000 : i));
   expect((await run(state.record(again, []))).get(reporting[0]!.key)).toBe('2-1700_2-1700 +2-1700');
+});
+
+it('3: a copy that knows the version needs no other check; once another process wrote, the batch\'s points are checked, until ten quiet batches let it read the state again', async () => {
+  const webhooks = [hook('http://a/', { deadband: [{ absolute: 0.5 }] })];
+  const one = stateOf(webhooks, events().o);
+  await run(one.state.load());
+  const key = reportedKey('c', 0);
+  const digest = one.reporting[0]!.digest;
+  // a write behind its back that the version does not show is not seen: the version is the check
+  await r.client.hset(key, '1:1', '0-5\n10\n{}');
+  expect([...(await run(one.state.record([e('1-0', 1, 10.2)], [])))]).toEqual([[one.reporting[0]!.key, '1-0_1-0']]);
+  expect(await r.client.hget(key, '~')).toBe(`${digest} 1`);
+  // another process writes (its version moves to 2): the next batch finds the version moved
+  const two = stateOf(webhooks, events().o);
+  await run(two.state.load());
+  await run(two.state.record([e('2-0', 2, 5)], []));
+  expect(await r.client.hget(key, '~')).toBe(`${digest} 2`);
+  // one decides 2:… against Redis's record, not against its copy (which knows nothing of point 1:2)
+  expect([...(await run(one.state.record([e('3-0', 2, 5.2)], [])))]).toEqual([[one.reporting[0]!.key, null]]);
+  // unsure now: a record changed behind its back is seen in the next batch of that point
+  await r.client.hset(key, '1:1', '2-9\n20\n{}');
+  expect([...(await run(one.state.record([e('4-0', 1, 10.2)], [])))]).toEqual([[one.reporting[0]!.key, '4-0_4-0']]);
+  // ten batches without another writer: the copy is read again whole, and trusted on the version
+  // alone again — a record changed behind its back without the version is not seen (10.2 against
+  // its copy's 10.2, not Redis's 99: had it checked the point, 4-0's successor would be reported)
+  for (let i = 0; i < 11; i++) await run(one.state.record([e(`${5 + i}-0`, 3, i)], []));
+  await r.client.hset(key, '1:1', '2-9\n99\n{}');
+  expect([...(await run(one.state.record([e('30-0', 1, 10.2)], [])))]).toEqual([[one.reporting[0]!.key, null]]);
 });

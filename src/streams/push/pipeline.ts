@@ -122,7 +122,7 @@ type Decoded = { ok: true; entry: DecodedEntry } | { ok: false; id: string; reas
 type Item = { readonly kind: 'entry'; readonly d: Decoded } | { readonly kind: 'batch'; readonly ds: readonly Decoded[]; readonly record?: BatchRecord };
 
 const isOk = (d: Decoded): d is Extract<Decoded, { ok: true }> => d.ok;
-const decodeAll = (es: readonly StreamEntry[]): Decoded[] => es.map(decodeEntry);
+const decodeAll = (es: readonly StreamEntry[], keep: boolean): Decoded[] => es.map((e) => decodeEntry(e, keep));
 
 /**
  * Chunks read → decoded points → batches (replayed entries re-formed as the batches they were,
@@ -131,10 +131,12 @@ const decodeAll = (es: readonly StreamEntry[]): Decoded[] => es.map(decodeEntry)
  * that do not decode are acknowledged at once (CONTRACT 4.2/4.3). Completes after the source
  * completes and every batch in flight is finished: the graceful stop.
  */
-export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadChunk>): Observable<PipelineEvent> =>
-  chunks$.pipe(
+export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadChunk>): Observable<PipelineEvent> => {
+  const keep = o.report !== undefined && o.subscriptions.some((s) => s.webhook.report !== undefined);
+  return chunks$.pipe(
     regroup(o.maxSize),
-    map((u): Item => (u.kind === 'entry' ? { kind: 'entry', d: decodeEntry(u.entry) } : { kind: 'batch', ds: decodeAll(u.entries), ...(u.record ? { record: u.record } : {}) })),
+    // the parsed points are kept only where report by exception (CONTRACT 4.8) compares them
+    map((u): Item => (u.kind === 'entry' ? { kind: 'entry', d: decodeEntry(u.entry, keep) } : { kind: 'batch', ds: decodeAll(u.entries, keep), ...(u.record ? { record: u.record } : {}) })),
     connect((items$) => {
       const keys = o.subscriptions.map((s) => s.key);
       const form = formBatch(o.subscriptions);
@@ -200,3 +202,4 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
       return merge(undecodable$, emptyRecorded$, delivered$);
     }),
   );
+};

@@ -14,6 +14,8 @@ export interface DecodedEntry {
   readonly type?: number | undefined;
   /** The trace context the writer stored with the entry (CONTRACT 9), when it did. */
   readonly traceparent?: string | undefined;
+  /** The data point object parsed, when asked for (report by exception, CONTRACT 4.8, compares its fields). */
+  readonly point?: Record<string, unknown>;
 }
 
 export type DecodeResult = { readonly ok: true; readonly entry: DecodedEntry } | { readonly ok: false; readonly id: string; readonly reason: string };
@@ -55,16 +57,17 @@ const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 const integerOf = (u: unknown): number | undefined => (typeof u === 'number' && Number.isInteger(u) ? u : undefined);
 
 /** The entry with the point's `casdu`, `ioa` and `type` where they are integers (the filter's view of it); one shape for every entry. */
-const decoded = (id: string, json: string, point: Record<string, unknown>, traceparent: string | undefined): DecodedEntry => ({
-  id, json, casdu: integerOf(point.casdu), ioa: integerOf(point.ioa), type: integerOf(point.type), traceparent,
-});
+const decoded = (id: string, json: string, point: Record<string, unknown>, traceparent: string | undefined, keep: boolean): DecodedEntry => {
+  const e = { id, json, casdu: integerOf(point.casdu), ioa: integerOf(point.ioa), type: integerOf(point.type), traceparent };
+  return keep ? { ...e, point } : e;
+};
 
 /**
  * CONTRACT 4.2: `data` parsed; `casdu`, `ioa`, `source` filled from the entry's fields where
  * `data` lacks them; every other field of `data` kept as it is. Total over any entry (CONTRACT
  * 6.5): whatever a foreign writer put in the stream, it returns a result and never throws.
  */
-export const decodeEntry = (e: StreamEntry): DecodeResult => {
+export const decodeEntry = (e: StreamEntry, keepPoint = false): DecodeResult => {
   if (e.fields === null) return { ok: false, id: e.id, reason: 'entry was deleted from the stream before it was delivered' };
   let data: string | undefined;
   let casdu: string | undefined;
@@ -94,12 +97,12 @@ export const decodeEntry = (e: StreamEntry): DecodeResult => {
   const fill = (!('casdu' in point) && casdu !== undefined) || (!('ioa' in point) && ioa !== undefined) || (!('source' in point) && source !== undefined);
   // The common case (the inbound connector writes complete objects) passes the stored text on as
   // it is: parsed only to be checked, never serialised again.
-  if (!fill) return { ok: true, entry: decoded(e.id, data, point, traceparent) };
+  if (!fill) return { ok: true, entry: decoded(e.id, data, point, traceparent, keepPoint) };
   if (!('casdu' in point) && casdu !== undefined) point.casdu = ADDRESS.test(casdu) ? Number(casdu) : casdu;
   if (!('ioa' in point) && ioa !== undefined) point.ioa = ADDRESS.test(ioa) ? Number(ioa) : ioa;
   if (!('source' in point) && source !== undefined) point.source = source;
   try {
-    return { ok: true, entry: decoded(e.id, JSON.stringify(point), point, traceparent) };
+    return { ok: true, entry: decoded(e.id, JSON.stringify(point), point, traceparent, keepPoint) };
   } catch (err) {
     // e.g. nested too deep for the serialiser (RangeError): undeliverable, never the pipeline's end
     return { ok: false, id: e.id, reason: `data cannot be serialised again: ${(err as Error).message}` };

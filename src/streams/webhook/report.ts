@@ -27,21 +27,24 @@ import { matches } from './filter';
  *    held back, and leave the state as it is.
  */
 
-/** The last entry reported of a point: its stream ID, its `value` and its other fields, each as canonical JSON. */
+/**
+ * The last entry reported of a point: its stream ID (and its parts as numbers), its `value` and its
+ * other fields, each as canonical JSON (`num`: the value when it is a number).
+ */
 export interface Reported {
   readonly id: string;
+  readonly ms: number;
+  readonly seq: number;
   /** `''` when the entry had no `value`. */
   readonly value: string;
+  readonly num: number | undefined;
   readonly rest: string;
 }
 
-/** An entry as the rules see it. */
-export interface Candidate {
-  readonly id: string;
+/** An entry as the rules see it: what it would leave as its point's state, its point, and its address for the rules' filters. */
+export interface Candidate extends Reported {
   /** `{casdu}:{ioa}`: the state's field. */
   readonly point: string;
-  readonly value: string;
-  readonly rest: string;
   readonly entry: Pick<DecodedEntry, 'casdu' | 'ioa' | 'type'>;
 }
 
@@ -56,32 +59,24 @@ export const canonical = (u: unknown): string => {
 /** Fields the state does not compare: `value` (by the deadband), `timestamp`, and the point's own address (its field). */
 const NOT_REST = new Set(['value', 'timestamp', 'casdu', 'ioa']);
 
-/** The entry as the rules see it; `point` is the data point object its JSON holds. */
-export const candidateOf = (e: DecodedEntry, point: Record<string, unknown> = JSON.parse(e.json) as Record<string, unknown>): Candidate => {
-  const rest: Record<string, unknown> = {};
-  for (const k of Object.keys(point)) if (!NOT_REST.has(k)) rest[k] = point[k];
-  return {
-    id: e.id,
-    point: `${canonical(point.casdu)}:${canonical(point.ioa)}`,
-    value: 'value' in point ? canonical(point.value) : '',
-    rest: canonical(rest),
-    entry: e,
-  };
-};
-
 /** A stream ID's parts as numbers (exact up to 2^53 ms, some 285,000 years). */
 const idParts = (id: string): [number, number] => {
   const dash = id.indexOf('-');
   return [Number(id.slice(0, dash)), Number(id.slice(dash + 1))];
 };
 
-const newer = (a: string, b: string): boolean => {
-  const [am, as] = idParts(a);
-  const [bm, bs] = idParts(b);
-  return am > bm || (am === bm && as > bs);
-};
+/** A canonical JSON value's number, when it is one. */
+const numberOf = (value: string): number | undefined => (/^-?[0-9]/.test(value) ? Number(value) : undefined);
 
-const NUMBER = /^-?[0-9]/;
+/** The entry as the rules see it; `point` is the data point object its JSON holds (parsed here when not given). */
+export const candidateOf = (e: DecodedEntry, point: Record<string, unknown> = JSON.parse(e.json) as Record<string, unknown>): Candidate => {
+  const keys = Object.keys(point).filter((k) => !NOT_REST.has(k)).sort();
+  let rest = '{';
+  for (const k of keys) rest += `${rest.length > 1 ? ',' : ''}${JSON.stringify(k)}:${canonical(point[k])}`;
+  const value = 'value' in point ? canonical(point.value) : '';
+  const [ms, seq] = idParts(e.id);
+  return { id: e.id, ms, seq, value, num: numberOf(value), rest: `${rest}}`, point: `${canonical(point.casdu)}:${canonical(point.ioa)}`, entry: e };
+};
 
 /** The first rule whose filter matches the point, or undefined. */
 export const ruleFor = (rules: readonly DeadbandRule[], e: Candidate['entry']): DeadbandRule | undefined =>
@@ -89,9 +84,9 @@ export const ruleFor = (rules: readonly DeadbandRule[], e: Candidate['entry']): 
 
 /** Invariant 5. */
 const valueMoved = (rules: readonly DeadbandRule[], c: Candidate, last: Reported): boolean => {
-  if (!NUMBER.test(c.value) || !NUMBER.test(last.value)) return c.value !== last.value;
-  const v = Number(c.value);
-  const l = Number(last.value);
+  const v = c.num;
+  const l = last.num;
+  if (v === undefined || l === undefined) return c.value !== last.value;
   const r = ruleFor(rules, c.entry);
   if (r === undefined) return v !== l;
   return 'absolute' in r ? Math.abs(v - l) > r.absolute : Math.abs(v - l) * 100 > r.percent * Math.abs(l);
@@ -100,11 +95,11 @@ const valueMoved = (rules: readonly DeadbandRule[], c: Candidate, last: Reported
 /** Invariants 1–5: whether `c` is reported, given the last entry reported of its point. */
 export const reportable = (report: ReportSettings, last: Reported | undefined, c: Candidate): boolean => {
   if (last === undefined) return true;
+  if (c.ms < last.ms || (c.ms === last.ms && c.seq < last.seq)) return false;
   // the same entry decided again (its batch's record was written, its answer lost): as it was, reported
-  if (c.id === last.id) return true;
-  if (!newer(c.id, last.id)) return false;
+  if (c.ms === last.ms && c.seq === last.seq) return true;
   if (c.rest !== last.rest) return true;
-  if (report.maxSilenceSeconds !== undefined && idParts(c.id)[0] - idParts(last.id)[0] >= report.maxSilenceSeconds * 1000) return true;
+  if (report.maxSilenceSeconds !== undefined && c.ms - last.ms >= report.maxSilenceSeconds * 1000) return true;
   return valueMoved(report.deadband ?? [], c, last);
 };
 
@@ -114,14 +109,14 @@ export interface Decision {
   /** Entries the filter matched and `report` held back. */
   readonly suppressed: number;
   /** The state's new records: point → its last reported entry. */
-  readonly writes: ReadonlyMap<string, Reported>;
+  readonly writes: ReadonlyMap<string, Candidate>;
 }
 
 /** Invariants 6, 7: a batch's candidates, in stream order, against the state `lookup` gives. */
 export const decide = (
   report: ReportSettings, filter: PointFilter | undefined, lookup: (point: string) => Reported | undefined, candidates: readonly Candidate[],
 ): Decision => {
-  const writes = new Map<string, Reported>();
+  const writes = new Map<string, Candidate>();
   const reported: Candidate[] = [];
   let suppressed = 0;
   for (const c of candidates) {
@@ -129,7 +124,8 @@ export const decide = (
     const last = writes.get(c.point) ?? lookup(c.point);
     if (reportable(report, last, c)) {
       reported.push(c);
-      writes.set(c.point, { id: c.id, value: c.value, rest: c.rest });
+      // the candidate is its own record: one object however many webhooks report it
+      writes.set(c.point, c);
     } else suppressed++;
   }
   return { reported, suppressed, writes };
@@ -146,7 +142,10 @@ export const decodeReported = (s: string): Reported | undefined => {
   const a = s.indexOf('\n');
   const b = s.indexOf('\n', a + 1);
   if (a < 0 || b < 0 || !/^[0-9]+-[0-9]+$/.test(s.slice(0, a))) return undefined;
-  return { id: s.slice(0, a), value: s.slice(a + 1, b), rest: s.slice(b + 1) };
+  const id = s.slice(0, a);
+  const [ms, seq] = idParts(id);
+  const value = s.slice(a + 1, b);
+  return { id, ms, seq, value, num: numberOf(value), rest: s.slice(b + 1) };
 };
 
 /**

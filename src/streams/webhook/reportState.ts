@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { defer, type Observable } from 'rxjs';
+import type { Observable } from 'rxjs';
 import type { ReportSettings } from '../../config/reportSettings';
 import { filterForShow, reportForShow, type PointFilter } from '../../config/webhookSettings';
 import { batchesKey, reportedKey, reportedPattern } from '../../mapping/keys';
@@ -8,6 +8,7 @@ import type { DecodedEntry } from '../read/entries';
 import { persist } from '../store/persist';
 import { matches } from './filter';
 import { candidateOf, decide, decodeReported, encodePart, encodeReported, type Candidate, type Reported } from './report';
+import { DIGEST_FIELD, RECORD_SCRIPT, type Conflict, type ScriptAnswer } from './reportScript';
 import type { WebhookSubscription } from './subscription';
 
 /**
@@ -21,69 +22,22 @@ import type { WebhookSubscription } from './subscription';
  *
  * Invariants (each has a test in test/streams.reportState.test.ts or the report process tests):
  * 1. A batch's decision for every webhook with `report` and the batch's record (4.3) are written by
- *    one script, in one round trip: both or neither. The record holds each webhook's part (its
- *    webhook-id and which matching entries it holds) or, with nothing reportable, its done mark.
- * 2. The script writes only if every such webhook's records of the batch's points are still those
- *    the process decided against (their SHA-1 compared in Redis); otherwise it writes nothing and
- *    answers those records, and the process decides again. So batches recorded by replicas at the
- *    same time are decided in the order they are recorded, each against the state the ones
- *    before it left.
- * 3. The process's copy of a state changes only after its write landed, or to what Redis answered.
+ *    one script, in one round trip (`reportScript.ts`): both or neither. The record holds each
+ *    webhook's part (its webhook-id and which matching entries it holds) or, with nothing
+ *    reportable, its done mark.
+ * 2. The script writes only if every such webhook's state is still what the process decided
+ *    against: the version in its `~` field is the one the process's copy holds, or — once another
+ *    process wrote (a replica) — the batch's points' records are the copy's (their SHA-1 compared in
+ *    Redis). Otherwise it writes nothing and answers what moved, and the process decides again. So
+ *    batches recorded by replicas at the same time are decided in the order they are recorded,
+ *    each against the state the ones before it left.
+ * 3. The process's copy of a state changes only after its write landed, or to what Redis answered;
+ *    it is trusted whole (the version check alone) only while no other process wrote since it was
+ *    read: after another's write, the batch's points are checked, until the copy is read again
+ *    (once ten batches in a row saw no other writer).
  * 4. At start each webhook's state is loaded, or emptied when its digest differs; the state of a
  *    webhook without `report`, or of an index no longer configured, is deleted.
  */
-
-/** The field of the settings' digest; a point's field always holds a colon. */
-const DIGEST_FIELD = '~';
-/** Arguments per command a script sends (Lua's `unpack` stops a little under 8,000). */
-const CHUNK = 1000;
-
-export const RECORD_SCRIPT = `
-local function chunked(cmd, key, list, from, to)
-  local out = {}
-  local i = from
-  while i <= to do
-    local j = math.min(to, i + ${CHUNK} - 1)
-    local r = redis.call(cmd, key, unpack(list, i, j))
-    if type(r) == 'table' then for _, v in ipairs(r) do out[#out + 1] = v end end
-    i = j + 1
-  end
-  return out
-end
-if redis.call('HMGET', KEYS[1], ARGV[1])[1] then return 0 end
-local nf = tonumber(ARGV[3])
-local i = 4 + 2 * nf
-local np = tonumber(ARGV[i])
-local fields = { '${DIGEST_FIELD}' }
-for j = 1, np do fields[j + 1] = ARGV[i + j] end
-i = i + 1 + np
-local conflicts = {}
-local starts = {}
-for w = 1, #KEYS - 1 do
-  local key = KEYS[w + 1]
-  local digest, sha, nw = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
-  starts[w] = { i + 3, nw }
-  local vals = chunked('HMGET', key, fields, 1, #fields)
-  if vals[1] ~= digest then
-    redis.call('DEL', key)
-    redis.call('HSET', key, '${DIGEST_FIELD}', digest)
-    conflicts[#conflicts + 1] = { w, 'reset' }
-  else
-    local got = {}
-    for j = 2, #vals do got[j - 1] = vals[j] or '' end
-    if redis.sha1hex(table.concat(got, '\\n')) ~= sha then conflicts[#conflicts + 1] = { w, 'changed', got } end
-  end
-  i = i + 3 + 2 * nw
-end
-if #conflicts > 0 then return conflicts end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-if nf > 0 then chunked('HSET', KEYS[1], ARGV, 4, 3 + 2 * nf) end
-for w = 1, #KEYS - 1 do
-  local s = starts[w]
-  if s[2] > 0 then chunked('HSET', KEYS[w + 1], ARGV, s[1], s[1] + 2 * s[2] - 1) end
-end
-return 1
-`;
 
 /** A webhook with `report`, as the state knows it. */
 export interface Reporting {
@@ -125,29 +79,45 @@ export interface ReportObserver {
   onWriteError(err: unknown): void;
 }
 
-type Conflict = [number, 'reset'] | [number, 'changed', string[]];
 
 const sha1 = (s: string): string => createHash('sha1').update(s).digest('hex');
 
+/** After this many batches in a row without another writer, an unsure copy is read again whole. */
+const QUIET_BATCHES = 10;
+
+/** One reporting webhook's copy of its state, and how far it is trusted (invariant 3). */
+interface Copy {
+  readonly records: Map<string, Reported>;
+  /** The `~` value the copy is current at; undefined: unsure (another process wrote). */
+  known: string | undefined;
+  /** Unsure: the `~` value this process wrote last, and the batches since another wrote. */
+  lastWritten: string | undefined;
+  quiet: number;
+}
+
 export const redisReportState = (redis: Redis, connectorId: string, retryMs: number, reporting: readonly Reporting[], observer: ReportObserver): ReportState => {
-  /** Per reporting webhook, the stored records by point (invariant 3). */
-  const copies = reporting.map(() => new Map<string, string>());
-  const lookup = (copy: Map<string, string>) => (point: string): Reported | undefined => {
-    const raw = copy.get(point);
-    return raw === undefined ? undefined : decodeReported(raw);
-  };
+  const copies: Copy[] = reporting.map(() => ({ records: new Map(), known: undefined, lastWritten: undefined, quiet: 0 }));
   const keyOf = (w: Reporting) => reportedKey(connectorId, w.index);
 
-  const loadOne = async (w: Reporting, copy: Map<string, string>) => {
+  /** Invariant 4: the copy read whole (or the state emptied, when another configuration built it). */
+  const loadOne = async (w: Reporting, copy: Copy) => {
     const hash = await redis.hgetall(keyOf(w));
-    copy.clear();
-    if (hash[DIGEST_FIELD] !== w.digest) {
+    copy.records.clear();
+    copy.quiet = 0;
+    copy.lastWritten = undefined;
+    const tilde = hash[DIGEST_FIELD];
+    if (tilde === undefined || !tilde.startsWith(`${w.digest} `)) {
       const fields = Object.keys(hash).length;
-      await redis.multi().del(keyOf(w)).hset(keyOf(w), DIGEST_FIELD, w.digest).exec();
-      if (fields > 0) observer.onReset(w, fields - (hash[DIGEST_FIELD] === undefined ? 0 : 1));
+      await redis.multi().del(keyOf(w)).hset(keyOf(w), DIGEST_FIELD, `${w.digest} 0`).exec();
+      copy.known = `${w.digest} 0`;
+      if (fields > 0) observer.onReset(w, fields - (tilde === undefined ? 0 : 1));
       return;
     }
-    for (const [field, value] of Object.entries(hash)) if (field !== DIGEST_FIELD) copy.set(field, value);
+    for (const [field, value] of Object.entries(hash)) {
+      const r = field === DIGEST_FIELD ? undefined : decodeReported(value);
+      if (r !== undefined) copy.records.set(field, r);
+    }
+    copy.known = tilde;
   };
 
   const deleteOthers = async () => {
@@ -161,19 +131,32 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
     } while (cursor !== '0');
   };
 
-  const attempt = async (entries: readonly DecodedEntry[], candidates: readonly Candidate[], parts: ReadonlyArray<readonly [string, string]>) => {
-    const points = [...new Set(candidates.map((c) => c.point))];
+  /**
+   * The parts a batch's record holds (it landed, and its answer was lost): those are what its
+   * webhooks get. The copies may now be behind Redis: unsure until read again (invariant 3).
+   */
+  const recorded = async (first: string): Promise<ReportParts> => {
+    for (const copy of copies) copy.known = undefined;
+    const names = reporting.flatMap((w) => [`${first}#${w.key}`, `${first}|${w.key}`]);
+    const values = await redis.hmget(batchesKey(connectorId), ...names);
+    // neither: recorded when it had no report (it gets every entry its filter matches)
+    return new Map<string, string | null>(reporting.flatMap((w, n): Array<[string, string | null]> => (values[2 * n] !== null ? [[w.key, values[2 * n]!]] : values[2 * n + 1] !== null ? [[w.key, null]] : [])));
+  };
+
+  const attempt = async (entries: readonly DecodedEntry[], candidates: readonly Candidate[], parts: ReadonlyArray<readonly [string, string]>): Promise<ReportParts | undefined> => {
+    // an unsure copy that saw no other writer for a while is read again: trusted whole after it
+    await Promise.all(reporting.map((w, n) => (copies[n]!.known === undefined && copies[n]!.quiet >= QUIET_BATCHES ? loadOne(w, copies[n]!) : undefined)));
     const first = entries[0]!.id;
-    const decided = reporting.map((w, n) => {
-      const copy = copies[n]!;
-      const d = decide(w.report, w.filter, lookup(copy), candidates);
-      const writes = [...d.writes].flatMap(([p, r]) => [p, encodeReported(r)]);
-      const expected = sha1(points.map((p) => copy.get(p) ?? '').join('\n'));
-      return { w, d, writes, expected };
-    });
+    const unsure = copies.some((c) => c.known === undefined);
+    const points = unsure ? [...new Set(candidates.map((c) => c.point))] : [];
+    const encoded = new Map<Candidate, string>();
+    const encode = (c: Candidate) => encoded.get(c) ?? (encoded.set(c, encodeReported(c)), encoded.get(c)!);
     const fields: string[] = parts.flatMap(([k, id]) => [`${first}#${k}`, id]);
     const result = new Map<string, string | null>();
-    for (const { w, d } of decided) {
+    const perWebhook: string[] = [];
+    const decided = reporting.map((w, n) => {
+      const copy = copies[n]!;
+      const d = decide(w.report, w.filter, (p) => copy.records.get(p), candidates);
       if (d.reported.length === 0) {
         // nothing to send: delivered to it (CONTRACT 4.5), marked with the record
         fields.push(`${first}|${w.key}`, '1');
@@ -184,38 +167,49 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
         fields.push(`${first}#${w.key}`, value);
         result.set(w.key, value);
       }
-    }
-    const args = [first, entries[entries.length - 1]!.id, String(fields.length / 2), ...fields, String(points.length), ...points];
-    for (const { w, writes, expected } of decided) args.push(w.digest, expected, String(writes.length / 2), ...writes);
-    const answer = (await redis.eval(RECORD_SCRIPT, reporting.length + 1, batchesKey(connectorId), ...reporting.map(keyOf), ...args)) as 0 | 1 | Conflict[];
+      const sha = copy.known !== undefined ? '' : createHash('sha1').update(points.map((p) => (copy.records.has(p) ? encodeReported(copy.records.get(p)!) : '')).join('\n')).digest('hex');
+      perWebhook.push(w.digest, copy.known ?? '', sha, String(d.writes.size));
+      for (const [p, c] of d.writes) perWebhook.push(p, encode(c));
+      return d;
+    });
+    const args = [first, entries[entries.length - 1]!.id, String(fields.length / 2), ...fields, String(points.length), ...points, ...perWebhook];
+    const answer = (await redis.eval(RECORD_SCRIPT, reporting.length + 1, batchesKey(connectorId), ...reporting.map(keyOf), ...args)) as ScriptAnswer;
     if (answer === 0) return recorded(first);
-    if (answer === 1) {
-      decided.forEach(({ w, d, writes }, n) => {
+    if (answer[0] === 1) {
+      const tildes = answer.slice(1) as string[];
+      decided.forEach((d, n) => {
         const copy = copies[n]!;
-        for (let i = 0; i < writes.length; i += 2) copy.set(writes[i]!, writes[i + 1]!);
-        observer.onDecided(w, d.suppressed);
+        for (const [p, c] of d.writes) copy.records.set(p, c);
+        const [before, after] = [tildes[2 * n]!, tildes[2 * n + 1]!];
+        if (copy.known !== undefined) copy.known = after;
+        else {
+          copy.quiet = before === copy.lastWritten ? copy.quiet + 1 : 0;
+          copy.lastWritten = after;
+        }
+        observer.onDecided(reporting[n]!, d.suppressed);
       });
       return result;
     }
-    // invariant 2: decided against records Redis no longer holds; take Redis's and decide again
-    for (const c of answer) {
+    // invariant 2: decided against a state Redis no longer holds; take what moved and decide again
+    for (const c of answer as Conflict[]) {
       const copy = copies[c[0] - 1]!;
-      if (c[1] === 'reset') copy.clear();
-      else c[2].forEach((raw, j) => (raw === '' ? copy.delete(points[j]!) : copy.set(points[j]!, raw)));
+      if (c[1] === 'reset') {
+        copy.records.clear();
+        copy.known = `${reporting[c[0] - 1]!.digest} 0`;
+      } else if (c[1] === 'stale') {
+        copy.known = undefined;
+        copy.quiet = 0;
+        copy.lastWritten = undefined;
+      } else {
+        (c.slice(3) as string[]).forEach((raw, j) => {
+          const r = raw === '' ? undefined : decodeReported(raw);
+          if (r === undefined) copy.records.delete(points[j]!);
+          else copy.records.set(points[j]!, r);
+        });
+        copy.quiet = 0;
+      }
     }
     return undefined;
-  };
-
-  /**
-   * The parts a batch's record holds (it landed, and its answer was lost): those are what its
-   * webhooks get. The copies may now be behind Redis: the next batch of those points conflicts and
-   * takes Redis's records (invariant 2).
-   */
-  const recorded = async (first: string): Promise<ReadonlyMap<string, string | null>> => {
-    const names = reporting.flatMap((w) => [`${first}#${w.key}`, `${first}|${w.key}`]);
-    const values = await redis.hmget(batchesKey(connectorId), ...names);
-    // neither: recorded when it had no report (it gets every entry its filter matches)
-    return new Map<string, string | null>(reporting.flatMap((w, n): Array<[string, string | null]> => (values[2 * n] !== null ? [[w.key, values[2 * n]!]] : values[2 * n + 1] !== null ? [[w.key, null]] : [])));
   };
 
   return {
@@ -225,7 +219,7 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
         await deleteOthers();
       }, observer.onWriteError),
     record: (entries, parts) => {
-      const candidates = entries.map((e) => candidateOf(e));
+      const candidates = entries.map((e) => candidateOf(e, e.point));
       return persist(retryMs, async () => {
         for (;;) {
           const r = await attempt(entries, candidates, parts);
