@@ -85,7 +85,10 @@ export const formBatch = (subscriptions: readonly WebhookSubscription[]) => {
     if (filtered.length === 0 && (record === undefined || reporting.length === 0)) return batch;
     const parts = new Map<string, Batch | null>();
     for (const s of filtered) parts.set(s.key, partFor(s.webhook.filter!, entries, batch, record?.parts?.get(s.key)));
-    return record === undefined ? { ...batch, parts } : withReport(reporting, batch, entries, (key) => record.parts?.get(key));
+    return record === undefined ? { ...batch, parts } : withReport(reporting, batch, entries, (key) => {
+      const value = record.parts?.get(key);
+      return value === undefined ? undefined : { value };
+    });
   };
 };
 
@@ -97,18 +100,20 @@ const EVERY_POINT = {};
  * says nothing (recorded before it had `report`) gets every entry its filter matches.
  */
 export const withReport = (
-  reporting: readonly WebhookSubscription[], batch: Batch, entries: readonly DecodedEntry[], recorded: (key: string) => string | null | undefined,
+  reporting: readonly WebhookSubscription[], batch: Batch, entries: readonly DecodedEntry[],
+  recorded: (key: string) => { readonly value: string; readonly entries?: readonly DecodedEntry[] } | null | undefined,
 ): Batch => {
   if (reporting.length === 0) return batch;
   const parts = new Map(batch.parts);
   for (const s of reporting) {
-    const value = recorded(s.key);
+    const r = recorded(s.key);
     const filter = s.webhook.filter ?? EVERY_POINT;
-    if (value === null) parts.set(s.key, null);
-    else if (value === undefined) parts.set(s.key, partFor(filter, entries, batch));
+    if (r === null) parts.set(s.key, null);
+    else if (r === undefined) parts.set(s.key, partFor(filter, entries, batch));
+    else if (r.entries !== undefined) parts.set(s.key, partFor(filter, r.entries, batch, r.value));
     else {
-      const part = decodePart(value);
-      parts.set(s.key, partFor(filter, entries.filter((e) => part.holds(e.id)), batch, value));
+      const part = decodePart(r.value);
+      parts.set(s.key, partFor(filter, entries.filter((e) => part.holds(e.id)), batch, r.value));
     }
   }
   return { ...batch, parts };

@@ -57,10 +57,10 @@ const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 const integerOf = (u: unknown): number | undefined => (typeof u === 'number' && Number.isInteger(u) ? u : undefined);
 
 /** The entry with the point's `casdu`, `ioa` and `type` where they are integers (the filter's view of it); one shape for every entry. */
-const decoded = (id: string, json: string, point: Record<string, unknown>, traceparent: string | undefined, keep: boolean): DecodedEntry => {
-  const e = { id, json, casdu: integerOf(point.casdu), ioa: integerOf(point.ioa), type: integerOf(point.type), traceparent };
-  return keep ? { ...e, point } : e;
-};
+const decoded = (id: string, json: string, point: Record<string, unknown>, traceparent: string | undefined, keep: boolean): DecodedEntry =>
+  keep
+    ? { id, json, casdu: integerOf(point.casdu), ioa: integerOf(point.ioa), type: integerOf(point.type), traceparent, point }
+    : { id, json, casdu: integerOf(point.casdu), ioa: integerOf(point.ioa), type: integerOf(point.type), traceparent };
 
 /**
  * CONTRACT 4.2: `data` parsed; `casdu`, `ioa`, `source` filled from the entry's fields where

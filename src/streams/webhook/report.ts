@@ -28,24 +28,28 @@ import { matches } from './filter';
  */
 
 /**
- * The last entry reported of a point: its stream ID (and its parts as numbers), its `value` and its
- * other fields, each as canonical JSON (`num`: the value when it is a number).
+ * The last entry reported of a point: its stream ID (and its parts as numbers), its `value` (`has`:
+ * whether it had one; `num`: the value when it is a number) and its data point object, whose
+ * fields other than those in `NOT_REST` are the ones compared (`others`: how many, -1 until first
+ * counted — `countOthers`). Strings are made
+ * of it only when it is written (`encodeReported`).
  */
 export interface Reported {
   readonly id: string;
   readonly ms: number;
   readonly seq: number;
-  /** `''` when the entry had no `value`. */
-  readonly value: string;
+  readonly has: boolean;
+  readonly v: unknown;
   readonly num: number | undefined;
-  readonly rest: string;
+  readonly obj: Readonly<Record<string, unknown>>;
+  others: number;
 }
 
 /** An entry as the rules see it: what it would leave as its point's state, its point, and its address for the rules' filters. */
 export interface Candidate extends Reported {
   /** `{casdu}:{ioa}`: the state's field. */
   readonly point: string;
-  readonly entry: Pick<DecodedEntry, 'casdu' | 'ioa' | 'type'>;
+  readonly entry: DecodedEntry;
 }
 
 /** Canonical JSON: object keys sorted, at every depth; numbers as JavaScript writes them (so by value). */
@@ -56,37 +60,66 @@ export const canonical = (u: unknown): string => {
   return `{${Object.keys(o).sort().map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`).join(',')}}`;
 };
 
+/** Two JSON values equal as JSON (numbers by value, object keys in any order). */
+const sameJson = (a: unknown, b: unknown): boolean => a === b || (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null && canonical(a) === canonical(b));
+
 /** Fields the state does not compare: `value` (by the deadband), `timestamp`, and the point's own address (its field). */
 const NOT_REST = new Set(['value', 'timestamp', 'casdu', 'ioa']);
+
+/** The number of fields compared, counted once and kept on the record. */
+const countOthers = (r: Reported): number => (r.others >= 0 ? r.others : (r.others = othersOf(r.obj)));
+
+const othersOf = (o: Readonly<Record<string, unknown>>): number => {
+  let n = 0;
+  for (const k in o) if (!NOT_REST.has(k)) n++;
+  return n;
+};
 
 /** A stream ID's parts as numbers (exact up to 2^53 ms, some 285,000 years). */
 const idParts = (id: string): [number, number] => {
   const dash = id.indexOf('-');
   return [Number(id.slice(0, dash)), Number(id.slice(dash + 1))];
 };
+const idMs = (id: string): number => Number(id.slice(0, id.indexOf('-')));
+const idSeq = (id: string): number => Number(id.slice(id.indexOf('-') + 1));
 
-/** A canonical JSON value's number, when it is one. */
-const numberOf = (value: string): number | undefined => (/^-?[0-9]/.test(value) ? Number(value) : undefined);
+/** An address as the state's field writes it: an integer as it is, anything else as canonical JSON. */
+const address = (n: number | undefined, u: unknown): string => (n !== undefined ? String(n) : canonical(u));
 
 /** The entry as the rules see it; `point` is the data point object its JSON holds (parsed here when not given). */
 export const candidateOf = (e: DecodedEntry, point: Record<string, unknown> = JSON.parse(e.json) as Record<string, unknown>): Candidate => {
-  const keys = Object.keys(point).filter((k) => !NOT_REST.has(k)).sort();
-  let rest = '{';
-  for (const k of keys) rest += `${rest.length > 1 ? ',' : ''}${JSON.stringify(k)}:${canonical(point[k])}`;
-  const value = 'value' in point ? canonical(point.value) : '';
-  const [ms, seq] = idParts(e.id);
-  return { id: e.id, ms, seq, value, num: numberOf(value), rest: `${rest}}`, point: `${canonical(point.casdu)}:${canonical(point.ioa)}`, entry: e };
+  const has = 'value' in point;
+  const v = point.value;
+  return {
+    id: e.id, ms: idMs(e.id), seq: idSeq(e.id), has, v, num: typeof v === 'number' ? v : undefined, obj: point, others: -1,
+    point: `${address(e.casdu, point.casdu)}:${address(e.ioa, point.ioa)}`, entry: e,
+    // reportableOnce's memo, in the object's shape from the start
+    memoLast: undefined, memoRules: undefined, memoAnswer: false,
+  } as Candidate;
 };
 
 /** The first rule whose filter matches the point, or undefined. */
-export const ruleFor = (rules: readonly DeadbandRule[], e: Candidate['entry']): DeadbandRule | undefined =>
+export const ruleFor = (rules: readonly DeadbandRule[], e: Pick<DecodedEntry, 'casdu' | 'ioa' | 'type'>): DeadbandRule | undefined =>
   rules.find((r) => r.filter === undefined || matches(r.filter, e));
+
+/** Invariant 3: a field other than value and timestamp differs (or is in one only). */
+const fieldsDiffer = (c: Reported, last: Reported): boolean => {
+  let n = 0;
+  for (const k in c.obj) {
+    if (NOT_REST.has(k)) continue;
+    n++;
+    if (!Object.hasOwn(last.obj, k) || !sameJson(c.obj[k], last.obj[k])) return true;
+  }
+  return n !== countOthers(last);
+};
+
+const statusChanged = fieldsDiffer;
 
 /** Invariant 5. */
 const valueMoved = (rules: readonly DeadbandRule[], c: Candidate, last: Reported): boolean => {
   const v = c.num;
   const l = last.num;
-  if (v === undefined || l === undefined) return c.value !== last.value;
+  if (v === undefined || l === undefined) return c.has !== last.has || !sameJson(c.v, last.v);
   const r = ruleFor(rules, c.entry);
   if (r === undefined) return v !== l;
   return 'absolute' in r ? Math.abs(v - l) > r.absolute : Math.abs(v - l) * 100 > r.percent * Math.abs(l);
@@ -98,9 +131,24 @@ export const reportable = (report: ReportSettings, last: Reported | undefined, c
   if (c.ms < last.ms || (c.ms === last.ms && c.seq < last.seq)) return false;
   // the same entry decided again (its batch's record was written, its answer lost): as it was, reported
   if (c.ms === last.ms && c.seq === last.seq) return true;
-  if (c.rest !== last.rest) return true;
+  if (statusChanged(c, last)) return true;
   if (report.maxSilenceSeconds !== undefined && c.ms - last.ms >= report.maxSilenceSeconds * 1000) return true;
   return valueMoved(report.deadband ?? [], c, last);
+};
+
+/**
+ * `reportable`, kept on the candidate for the last rules and record it was asked with: webhooks
+ * with the same settings share one settings object (`reportingOf`) and, once they reported a point,
+ * its record object, so an entry is decided once however many of them there are.
+ */
+const reportableOnce = (report: ReportSettings, last: Reported | undefined, c: Candidate): boolean => {
+  const memo = c as { memoLast?: Reported; memoRules?: ReportSettings; memoAnswer?: boolean };
+  if (memo.memoRules !== report || memo.memoLast !== last) {
+    memo.memoAnswer = reportable(report, last, c);
+    memo.memoRules = report;
+    memo.memoLast = last;
+  }
+  return memo.memoAnswer!;
 };
 
 export interface Decision {
@@ -122,7 +170,7 @@ export const decide = (
   for (const c of candidates) {
     if (filter !== undefined && !matches(filter, c.entry)) continue;
     const last = writes.get(c.point) ?? lookup(c.point);
-    if (reportable(report, last, c)) {
+    if (reportableOnce(report, last, c)) {
       reported.push(c);
       // the candidate is its own record: one object however many webhooks report it
       writes.set(c.point, c);
@@ -132,20 +180,35 @@ export const decide = (
 };
 
 /**
- * A record as the state's hash stores it: `{id}\n{value}\n{rest}` (canonical JSON never holds a
- * raw line break, so the text splits back exactly).
+ * A record as the state's hash stores it: `{id}\n{value}\n{other fields}`, the value and the
+ * object of the other fields as canonical JSON (the value empty when the entry had none; canonical
+ * JSON never holds a raw line break, so the text splits back exactly).
  */
-export const encodeReported = (r: Reported): string => `${r.id}\n${r.value}\n${r.rest}`;
+export const encodeReported = (r: Reported): string => {
+  // no prototype: a field named `__proto__` is a field like any other
+  const rest = Object.create(null) as Record<string, unknown>;
+  for (const k in r.obj) if (!NOT_REST.has(k)) rest[k] = r.obj[k];
+  return `${r.id}\n${r.has ? canonical(r.v) : ''}\n${canonical(rest)}`;
+};
 
 /** A stored record; undefined for anything that is not one (a foreign or damaged field: the point counts as never reported). */
 export const decodeReported = (s: string): Reported | undefined => {
   const a = s.indexOf('\n');
   const b = s.indexOf('\n', a + 1);
   if (a < 0 || b < 0 || !/^[0-9]+-[0-9]+$/.test(s.slice(0, a))) return undefined;
+  let v: unknown;
+  let obj: unknown;
+  try {
+    v = a + 1 === b ? undefined : JSON.parse(s.slice(a + 1, b));
+    obj = JSON.parse(s.slice(b + 1));
+  } catch {
+    return undefined;
+  }
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) return undefined;
+  const o = obj as Record<string, unknown>;
   const id = s.slice(0, a);
   const [ms, seq] = idParts(id);
-  const value = s.slice(a + 1, b);
-  return { id, ms, seq, value, num: numberOf(value), rest: s.slice(b + 1) };
+  return { id, ms, seq, has: a + 1 !== b, v, num: typeof v === 'number' ? v : undefined, obj: o, others: othersOf(o) };
 };
 
 /**
@@ -157,9 +220,10 @@ export const decodeReported = (s: string): Reported | undefined => {
 export const encodePart = (matching: readonly string[], reported: readonly string[]): string => {
   const id = `${reported[0]!}_${reported[reported.length - 1]!}`;
   if (reported.length === matching.length) return id;
+  // the ids not held are matching's others: counted without listing them, unless they are the shorter list
+  if (reported.length <= matching.length - reported.length) return `${id} +${reported.join(',')}`;
   const held = new Set(reported);
-  const out = matching.filter((c) => !held.has(c));
-  return reported.length <= out.length ? `${id} +${reported.join(',')}` : `${id} -${out.join(',')}`;
+  return `${id} -${matching.filter((c) => !held.has(c)).join(',')}`;
 };
 
 /** A part's record read back: its webhook-id and whether an entry (of those the filter matched) is in it. */

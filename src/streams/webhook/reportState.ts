@@ -50,16 +50,28 @@ export interface Reporting {
   readonly digest: string;
 }
 
-export const reportingOf = (subscriptions: readonly WebhookSubscription[]): Reporting[] =>
-  subscriptions.flatMap((s) => {
+/**
+ * The webhooks with `report`; those with the same filter and report share one settings object each,
+ * so that `decide` decides an entry once for all of them (its memo is keyed by the objects).
+ */
+export const reportingOf = (subscriptions: readonly WebhookSubscription[]): Reporting[] => {
+  const shared = new Map<string, Pick<Reporting, 'report' | 'filter'>>();
+  return subscriptions.flatMap((s) => {
     const { url, filter, report } = s.webhook;
     if (report === undefined) return [];
-    const digest = createHash('sha1').update(JSON.stringify([url, filter === undefined ? null : filterForShow(filter), reportForShow(report)])).digest('hex').slice(0, 16);
-    return [{ index: s.index, key: s.key, host: s.host, report, ...(filter !== undefined ? { filter } : {}), digest }];
+    const rules = JSON.stringify([filter === undefined ? null : filterForShow(filter), reportForShow(report)]);
+    const same = shared.get(rules) ?? { report, ...(filter !== undefined ? { filter } : {}) };
+    shared.set(rules, same);
+    const digest = createHash('sha1').update(JSON.stringify([url, rules])).digest('hex').slice(0, 16);
+    return [{ index: s.index, key: s.key, host: s.host, ...same, digest }];
   });
+};
 
-/** What a webhook with `report` gets of a new batch: its part's record (`encodePart`), or nothing (null). */
-export type ReportParts = ReadonlyMap<string, string | null>;
+/**
+ * What a webhook with `report` gets of a new batch: its part's record (`encodePart`) — with its
+ * entries, when decided now rather than read back — or nothing (null).
+ */
+export type ReportParts = ReadonlyMap<string, { readonly value: string; readonly entries?: readonly DecodedEntry[] } | null>;
 
 export interface ReportState {
   /** Invariant 4; completes once done (retried while the data store is away). */
@@ -97,6 +109,8 @@ interface Copy {
 
 export const redisReportState = (redis: Redis, connectorId: string, retryMs: number, reporting: readonly Reporting[], observer: ReportObserver): ReportState => {
   const copies: Copy[] = reporting.map(() => ({ records: new Map(), known: undefined, lastWritten: undefined, quiet: 0 }));
+  /** Records read at one load, by their text: webhooks that hold the same record share one object (as `decide`'s memo wants). */
+  let interned = new Map<string, Reported>();
   const keyOf = (w: Reporting) => reportedKey(connectorId, w.index);
 
   /** Invariant 4: the copy read whole (or the state emptied, when another configuration built it). */
@@ -114,8 +128,11 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
       return;
     }
     for (const [field, value] of Object.entries(hash)) {
-      const r = field === DIGEST_FIELD ? undefined : decodeReported(value);
-      if (r !== undefined) copy.records.set(field, r);
+      if (field === DIGEST_FIELD) continue;
+      const r = interned.get(value) ?? decodeReported(value);
+      if (r === undefined) continue;
+      interned.set(value, r);
+      copy.records.set(field, r);
     }
     copy.known = tilde;
   };
@@ -140,7 +157,7 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
     const names = reporting.flatMap((w) => [`${first}#${w.key}`, `${first}|${w.key}`]);
     const values = await redis.hmget(batchesKey(connectorId), ...names);
     // neither: recorded when it had no report (it gets every entry its filter matches)
-    return new Map<string, string | null>(reporting.flatMap((w, n): Array<[string, string | null]> => (values[2 * n] !== null ? [[w.key, values[2 * n]!]] : values[2 * n + 1] !== null ? [[w.key, null]] : [])));
+    return new Map(reporting.flatMap((w, n): Array<[string, { value: string } | null]> => (values[2 * n] !== null ? [[w.key, { value: values[2 * n]! }]] : values[2 * n + 1] !== null ? [[w.key, null]] : [])));
   };
 
   const attempt = async (entries: readonly DecodedEntry[], candidates: readonly Candidate[], parts: ReadonlyArray<readonly [string, string]>): Promise<ReportParts | undefined> => {
@@ -152,7 +169,8 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
     const encoded = new Map<Candidate, string>();
     const encode = (c: Candidate) => encoded.get(c) ?? (encoded.set(c, encodeReported(c)), encoded.get(c)!);
     const fields: string[] = parts.flatMap(([k, id]) => [`${first}#${k}`, id]);
-    const result = new Map<string, string | null>();
+    const result = new Map<string, { value: string; entries: DecodedEntry[] } | null>();
+    let ids: string[] | undefined;
     const perWebhook: string[] = [];
     const decided = reporting.map((w, n) => {
       const copy = copies[n]!;
@@ -162,10 +180,10 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
         fields.push(`${first}|${w.key}`, '1');
         result.set(w.key, null);
       } else {
-        const matching = w.filter === undefined ? candidates : candidates.filter((c) => matches(w.filter!, c.entry));
-        const value = encodePart(matching.map((c) => c.id), d.reported.map((c) => c.id));
+        const matching = w.filter === undefined ? (ids ??= candidates.map((c) => c.id)) : candidates.filter((c) => matches(w.filter!, c.entry)).map((c) => c.id);
+        const value = encodePart(matching, d.reported.map((c) => c.id));
         fields.push(`${first}#${w.key}`, value);
-        result.set(w.key, value);
+        result.set(w.key, { value, entries: d.reported.map((c) => c.entry) });
       }
       const sha = copy.known !== undefined ? '' : createHash('sha1').update(points.map((p) => (copy.records.has(p) ? encodeReported(copy.records.get(p)!) : '')).join('\n')).digest('hex');
       perWebhook.push(w.digest, copy.known ?? '', sha, String(d.writes.size));
@@ -216,6 +234,7 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
     load: () =>
       persist(retryMs, async () => {
         await Promise.all(reporting.map((w, n) => loadOne(w, copies[n]!)));
+        interned = new Map();
         await deleteOthers();
       }, observer.onWriteError),
     record: (entries, parts) => {
