@@ -42,6 +42,9 @@
  * first point's seq ends in 0, about one batch in ten — every batch that slow would be 2–3 s of CPU a
  * second at this rate —, a few ms for the others; evaluated in the connector's evaluation process), held to the
  * same checks as the healthy one but the SIGKILL rule.
+ * A ninth receiver, "report", has `report` (CONTRACT 4.8) on CASDU 14, whose slow floats a producer of
+ * its own appends through the faults and a quiet tail after them: nothing the rules forbid is sent
+ * to it, and in the tail it gets exactly what a stream-order reader applying 4.8 chooses (chaos/report.ts).
  * Exit status 0 when lost, duplicates after de-duplication, ids with two contents and points
  * outside a filter are 0 everywhere, the healthy receiver's raw duplicates all follow a SIGKILL, and the inbound checks
  * hold; 1 otherwise.
@@ -69,6 +72,7 @@ import { startRedisServer } from '../support/redisServer';
 import { keyOf, StreamOrderedState } from '../support/streamOrder';
 import { BIN_PATH } from '../src/version';
 import { missingMessage, missingPrograms } from '../support/prerequisites';
+import { checkReport, produceReport, REPORT_CASDU, REPORT_SETTINGS } from './report';
 
 const SECONDS = Number(process.env.CHAOS_SECONDS ?? 300);
 const SEED = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -269,6 +273,9 @@ interface Receiver {
   readonly interrogations: Map<string, number>;
   /** Its webhook's body format (CONTRACT 4.7): the default body when absent. */
   readonly format?: { readonly type: 'ndjson' } | { readonly type: 'influx-line' } | { readonly type: 'jsonata'; readonly expression: string };
+  /** Its webhook's report (CONTRACT 4.8, chaos/report.ts), and the points of its first copies. */
+  readonly report?: object;
+  readonly reportPoints?: Array<Record<string, unknown>>;
 }
 
 /**
@@ -317,12 +324,12 @@ const ranges = (xs: Array<number | string>): string => {
 };
 
 const startReceiver = async (
-  name: string, delay: () => number, filter?: { casdu: number[] }, late?: { initialState: true; integrityPeriodSeconds: number }, format?: Receiver['format'],
+  name: string, delay: () => number, filter?: { casdu: number[] }, late?: { initialState: true; integrityPeriodSeconds: number }, format?: Receiver['format'], report?: object,
 ): Promise<Receiver> => {
   const port = await freePort();
   const r: Receiver = {
     name, mode: 'ok', delay, url: `http://127.0.0.1:${port}/hook`, server: undefined as unknown as Server,
-    ...(filter !== undefined ? { filter } : {}), ...(late !== undefined ? { late } : {}), ...(format !== undefined ? { format } : {}), inConfig: late === undefined, fromSeq: late === undefined ? 0 : Infinity, state: new StreamOrderedState(), arrived: new Map(), setBy: new Map(), unplaced: 0, interrogations: new Map(),
+    ...(filter !== undefined ? { filter } : {}), ...(late !== undefined ? { late } : {}), ...(format !== undefined ? { format } : {}), ...(report !== undefined ? { report, reportPoints: [] } : {}), inConfig: late === undefined, fromSeq: late === undefined ? 0 : Infinity, state: new StreamOrderedState(), arrived: new Map(), setBy: new Map(), unplaced: 0, interrogations: new Map(),
     wants: (seq) => (filter === undefined || filter.casdu.includes(casduOf(seq))) && seq >= r.fromSeq, outside: 0,
     ids: new Map(), raw: new Map(), dedup: new Map(), idsWithTwoContents: 0, repeats: [], firstSeen: new Map(), answeredTooLate: new Set(),
     deadLettered: 0, deadLetterReasons: new Map(), inbound: new Set(), firstSeqs: new Map(), seqId: new Map(), dedupReports: 0,
@@ -353,6 +360,7 @@ const startReceiver = async (
           r.ids.set(id, hash);
           r.firstSeen.set(id, now);
           r.firstSeqs.set(id, ranges(points.map((p) => (typeof p.seq === 'number' ? p.seq : `in${p.value}:${p.ioa}`))));
+          r.reportPoints?.push(...(points as Array<Record<string, unknown>>));
           // the connector gave up on this copy (its timeout, or a stop's deadline): it sends it again, by design
           if (req.socket.destroyed || now - arrived >= TIMEOUT_MS - 50) r.answeredTooLate.add(id);
           for (const s of seqs) {
@@ -671,6 +679,16 @@ const faultMs = () => {
   return between(Math.min(1000, most), most);
 };
 
+/** A reading of Redis after the faults (it is up): its answer. */
+const readRedis = async <A>(fn: (c: Redis) => Promise<A>): Promise<A> => {
+  const c = new Redis({ port: redisPort, host: '127.0.0.1', protocol: 2 });
+  try {
+    return await fn(c);
+  } finally {
+    c.disconnect();
+  }
+};
+
 const withRedis = async (fn: (c: Redis) => Promise<unknown>): Promise<void> => {
   const c = new Redis({ port: redisPort, host: '127.0.0.1', protocol: 2, maxRetriesPerRequest: 2 });
   c.on('error', () => undefined);
@@ -747,6 +765,7 @@ const config = (description: string) =>
     // the late receiver last: joining, it shifts no other webhook's index (a webhook's key holds it)
     webhooks: receivers.filter((r) => r.inConfig).sort((a, b) => Number(a.late !== undefined) - Number(b.late !== undefined)).map((r) => ({
       url: r.url, ...(r.filter !== undefined ? { filter: r.filter } : {}), ...(r.late ?? {}), ...(r.format !== undefined ? { format: r.format } : {}),
+      ...(r.report !== undefined ? { report: r.report } : {}),
     })),
   });
 const inboundConfig = () =>
@@ -903,7 +922,10 @@ const run = async (): Promise<number> => {
     await startReceiver('ndjson', () => 0, undefined, undefined, { type: 'ndjson' }),
     await startReceiver('influx-line', () => 0, undefined, undefined, { type: 'influx-line' }),
     await startReceiver('jsonata', () => 0, undefined, undefined, { type: 'jsonata', expression: SLOW_JSONATA }),
+    // CONTRACT 4.8: CASDU 14's slow floats (chaos/report.ts), only when they changed enough or were silent 5 s
+    await startReceiver('report', () => 0, { casdu: [REPORT_CASDU] }, undefined, undefined, REPORT_SETTINGS),
   ];
+  const reportReceiver = receivers[8]!;
   const late = receivers[4]!;
   const flappingPort = Number(new URL(receivers[1]!.url).port);
   webhookProxy = await startProxy(() => flappingPort);
@@ -921,6 +943,10 @@ const run = async (): Promise<number> => {
   const faultsEnd = Date.now() + SECONDS * 1000;
   const producer = produce();
   const poster = postLoop();
+  // the report producer goes on past the faults, into a quiet tail with one consumer: once a killed
+  // replica's entries can no longer be claimed (claim idle time and a claim interval after them)
+  let reportUntil = Infinity;
+  const reportProducer = produceReport(redisPort, () => Date.now() < reportUntil);
   const flapping = flap(receivers[1]!, () => Date.now() >= faultsEnd);
   // every kind at least once, in a seeded order — also when that takes longer than the fault
   // period (a loaded machine injects fewer) — then seeded picks until the period is over
@@ -945,6 +971,8 @@ const run = async (): Promise<number> => {
   await poster;
   await flapping;
   await signal(replica, 'SIGTERM');
+  const quietFrom = Date.now() + Math.floor(CLAIM_IDLE_MS * 1.5) + 5000;
+  reportUntil = quietFrom + 10_000;
   say(`faults over: ${n} injected, ${produced} entries produced, ${posts.size} POSTs (${acknowledged().length} answered 200), ${main.restarts} outbound and ${inbound.restarts} inbound restarts; settling`);
 
   const settleEnd = Date.now() + SETTLE_SECONDS * 1000;
@@ -953,6 +981,10 @@ const run = async (): Promise<number> => {
     r.late !== undefined ? report(r, image).lost === 0 && mismatches(r, image) === 0
       : r.filter === undefined ? r.raw.size >= produced && inboundMissing(r) === 0 : report(r, image).lost === 0;
   for (let image = await readImage(); Date.now() < settleEnd && !receivers.every((r) => complete(r, image)); image = await readImage()) await sleep(500);
+  // the report producer's tail written and every entry acknowledged (delivered, or in a backlog)
+  const reportEntries = await reportProducer;
+  const pending = async () => readRedis(async (c) => ((await c.xpending('process:updates', `rest-outbound:${ID}`)) as [number])[0]);
+  while (Date.now() < settleEnd && (await pending()) !== 0) await sleep(500);
   await sleep(2000);
   main.supervise = false;
   inbound.supervise = false;
@@ -976,16 +1008,19 @@ const run = async (): Promise<number> => {
       say(`  ${r.name}, applying as requests arrive: ${k} would hold ${JSON.stringify(r.arrived.get(k))}, the image ${JSON.stringify(v)}; set by ${by === undefined ? 'nothing' : `${by.id}${by.behind ? ', which came after a newer one,' : ''} ${Math.round((Date.now() - by.at) / 1000)} s before the end; faults since: ${between}`}`);
     }
   }
+  const reportRow = await readRedis((c) => checkReport(c, reportReceiver.reportPoints ?? [], quietFrom));
+  say(`\nreport (${reportEntries} entries appended): ${JSON.stringify(reportRow)}`);
+  const reportOk = reportRow.forbidden === 0 && reportRow.unknown === 0 && reportRow.missingQuiet === 0 && reportRow.extraQuiet === 0 && reportRow.quietExpected > 0 && reportRow.reported < reportRow.entries;
   const inboundRow = await checkInbound();
   const missing = Object.fromEntries(receivers.filter((r) => r.filter === undefined && r.late === undefined).map((r) => [r.name, inboundMissing(r)]));
   say(`\ninbound: ${JSON.stringify(inboundRow)}; acknowledged POSTs missing at a receiver: ${JSON.stringify(missing)}`);
   const inboundOk = inboundRow.acknowledgedLost === 0 && inboundRow.partial === 0 && !inboundRow.keysOfTwoPosts && Object.values(missing).every((m) => m === 0);
   const verdict =
     rows.every((r) => r.lost === 0 && r.duplicatesAfterDedup === 0 && r.idsWithTwoContents === 0 && r.outsideFilter === 0 && (r.imageMismatches === '-' || r.imageMismatches === 0)) &&
-    rows[0]!.rawDuplicatesOther === 0 && inboundOk && late.interrogations.size > 0 && late.raw.size > 0 && late.unplaced === 0;
+    rows[0]!.rawDuplicatesOther === 0 && inboundOk && reportOk && late.interrogations.size > 0 && late.raw.size > 0 && late.unplaced === 0;
   say(`\nfaults: ${FAULTS.map((f) => `${f} ${log.filter((l) => l.fault === f).length}`).join(', ')}`);
   say(`seed ${SEED}: ${verdict ? 'PASS' : 'FAIL'}`);
-  say(`CHAOS_RESULT ${JSON.stringify({ seed: SEED, seconds: SECONDS, rate: RATE, produced, faults: log.length, rows, inbound: { ...inboundRow, missing }, pass: verdict })}`);
+  say(`CHAOS_RESULT ${JSON.stringify({ seed: SEED, seconds: SECONDS, rate: RATE, produced, faults: log.length, rows, inbound: { ...inboundRow, missing }, report: reportRow, pass: verdict })}`);
   for (const r of receivers) r.server.closeAllConnections();
   await Promise.all(receivers.map((r) => new Promise((resolve) => r.server.close(resolve))));
   await Promise.all([redisProxy.close(), webhookProxy.close()]);

@@ -13,7 +13,9 @@ import { join } from 'node:path';
  * integrity period, applying requests in the stream order their webhook-ids carry, must end holding
  * the process image exactly. Three receivers get their bodies as NDJSON, as InfluxDB line protocol
  * and reshaped by a JSONata expression evaluated in its own process, slower for one batch in ten
- * (CONTRACT 4.7), held to the same counts.
+ * (CONTRACT 4.7), held to the same counts. A receiver with `report` (CONTRACT 4.8) gets only the
+ * changes of its CASDU's slow floats: no id with two contents, nothing the rules forbid, and in the
+ * quiet tail after the faults exactly what a stream-order reader would report.
  */
 it('a short seeded chaos run loses nothing and duplicates nothing after de-duplication', async () => {
   const p = spawn(process.execPath, [join(__dirname, '..', 'dist', 'chaos', 'run.js')], {
@@ -39,7 +41,7 @@ it('a short seeded chaos run loses nothing and duplicates nothing after de-dupli
   const inbound = (result as unknown as { inbound: { answered200: number; acknowledgedLost: number; partial: number; keysOfTwoPosts: boolean; missing: Record<string, number> } }).inbound;
   expect(inbound.answered200).toBeGreaterThan(100);
   expect(inbound).toMatchObject({ acknowledgedLost: 0, partial: 0, keysOfTwoPosts: false, missing: { healthy: 0, flapping: 0, slow: 0, ndjson: 0, 'influx-line': 0, jsonata: 0 } });
-  expect(result.rows.map((r) => r.receiver)).toEqual(['healthy', 'flapping', 'slow', 'filtered', 'late', 'ndjson', 'influx-line', 'jsonata']);
+  expect(result.rows.map((r) => r.receiver)).toEqual(['healthy', 'flapping', 'slow', 'filtered', 'late', 'ndjson', 'influx-line', 'jsonata', 'report']);
   // the late receiver (CONTRACT 4.6): added during the faults with initialState and a 10 s period, it
   // holds the process image exactly at the end (applying by stream position: a killed replica's
   // entries, claimed later, may arrive after newer ones), lost nothing appended after its first request, got interrogations
@@ -48,11 +50,18 @@ it('a short seeded chaos run loses nothing and duplicates nothing after de-dupli
   expect(late.received).toBeGreaterThan(0);
   expect(Object.keys(JSON.parse(String(late.interrogationRequests)) as object)).toContain('interrogation');
   // and the receivers of other formats (CONTRACT 4.7): ndjson, and line protocol parsed back
-  for (const row of [...result.rows.slice(0, 4), ...result.rows.slice(5)]) {
+  for (const row of [...result.rows.slice(0, 4), ...result.rows.slice(5, 8)]) {
     // the filtered receiver (CASDU 12 of 10..13) is counted against its subset: a quarter of what was produced
     const wanted = row.receiver === 'filtered' ? Math.ceil((result.produced - 2) / 4) : result.produced;
     expect([row.receiver, row.produced, row.received, row.lost, row.duplicatesAfterDedup, row.idsWithTwoContents, row.outsideFilter]).toEqual([row.receiver, wanted, wanted, 0, 0, 0, 0]);
   }
   expect(result.rows[0]).toMatchObject({ receiver: 'healthy', rawDuplicatesOther: 0, rawDuplicatesAfterTimeout: 0 });
+  // report by exception (CONTRACT 4.8, chaos/report.ts): under every fault no id with two contents and
+  // nothing the rules forbid; in the quiet tail (one consumer) exactly what a stream-order reader reports
+  const rbe = (result as unknown as { report: { unknown: number; forbidden: number; missingQuiet: number; extraQuiet: number; reported: number; entries: number; quietExpected: number } }).report;
+  expect([result.rows[8]!.idsWithTwoContents, result.rows[8]!.outsideFilter]).toEqual([0, 0]);
+  expect({ unknown: rbe.unknown, forbidden: rbe.forbidden, missingQuiet: rbe.missingQuiet, extraQuiet: rbe.extraQuiet }).toEqual({ unknown: 0, forbidden: 0, missingQuiet: 0, extraQuiet: 0 });
+  // the rules held back a good part, and the tail had entries to check
+  expect([rbe.reported < rbe.entries * 0.8, rbe.quietExpected > 20]).toEqual([true, true]);
   expect(result.pass).toBe(true);
 }, 180000);

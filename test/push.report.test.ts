@@ -1,7 +1,7 @@
 import { Connector, eventually } from './helpers/cli';
 import { FAST, pendingCount, usePushHarness } from './helpers/push';
 import type { Received } from './helpers/receiver';
-import { reference } from './helpers/reportReference';
+import { reference } from '../support/reportReference';
 
 /**
  * Issue 48 (CONTRACT 4.8): report by exception against the built CLI, a private Redis and real

@@ -4,7 +4,7 @@ import type { PointFilter } from '../src/config/webhookSettings';
 import {
   canonical, candidateOf, decide, decodePart, decodeReported, encodePart, encodeReported, reportable, ruleFor, type Candidate, type Reported,
 } from '../src/streams/webhook/report';
-import { reference } from './helpers/reportReference';
+import { reference } from '../support/reportReference';
 
 /** One table per invariant of src/streams/webhook/report.ts, then the whole against a reference written from CONTRACT 4.8. */
 const entry = (id: string, point: Record<string, unknown>) => candidateOf({ id, json: JSON.stringify(point), casdu: point.casdu as number, ioa: point.ioa as number, type: point.type as number });

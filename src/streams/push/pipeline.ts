@@ -85,7 +85,7 @@ export const formBatch = (subscriptions: readonly WebhookSubscription[]) => {
     if (filtered.length === 0 && (record === undefined || reporting.length === 0)) return batch;
     const parts = new Map<string, Batch | null>();
     for (const s of filtered) parts.set(s.key, partFor(s.webhook.filter!, entries, batch, record?.parts?.get(s.key)));
-    return record === undefined ? { ...batch, parts } : withReport(reporting, batch, entries, (key) => {
+    return record === undefined ? { ...batch, parts } : withReport(reporting, { ...batch, parts }, entries, (key) => {
       const value = record.parts?.get(key);
       return value === undefined ? undefined : { value };
     });
