@@ -1,4 +1,7 @@
-import { Connector, eventually } from './helpers/cli';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Connector, eventually, runCli } from './helpers/cli';
 import { FAST, pendingCount, usePushHarness } from './helpers/push';
 import type { Received } from './helpers/receiver';
 import { reference } from '../support/reportReference';
@@ -173,10 +176,18 @@ it('a configuration change of the report resets the state (every point\'s next e
   expect(sentSeqs(r)).toEqual([0, 1, 2, 3]);
 });
 
-it('a report that is not valid stops the start with exit 2, naming the field', async () => {
-  await h.r.client.set('connectors:rbe-bad:config', JSON.stringify({ webhooks: [{ url: 'http://127.0.0.1:9/', report: { deadband: [{ absolute: 1, percent: 2 }] } }] }));
+it('a report that is not valid stops the start with exit 2, naming the field; config validate says the same', async () => {
+  const config = { webhooks: [{ url: 'http://127.0.0.1:9/', report: { deadband: [{ absolute: 1, percent: 2 }] } }] };
+  await h.r.client.set('connectors:rbe-bad:config', JSON.stringify(config));
   const c = new Connector('outbound', { Id: 'rbe-bad', ConnectionStrings__Datastore: h.r.redis.url, ...FAST });
   h.running.push(c);
   expect(await c.exited).toBe(2);
-  expect(c.stdout + c.stderr).toContain('webhooks[0].report.deadband[0]: give absolute or percent, not both');
+  const message = 'webhooks[0].report.deadband[0]: give absolute or percent, not both';
+  expect(c.stdout + c.stderr).toContain(message);
+  const file = join(mkdtempSync(join(tmpdir(), 'rc-report-')), 'config.json');
+  writeFileSync(file, JSON.stringify(config));
+  const v = await runCli(['config', 'validate', file]);
+  expect([v.code, v.stderr.includes(message)]).toEqual([2, true]);
+  writeFileSync(file, JSON.stringify({ webhooks: [{ url: 'http://127.0.0.1:9/', report: REPORT }] }));
+  expect((await runCli(['config', 'validate', file])).code).toBe(0);
 });

@@ -171,6 +171,25 @@ const streamArb = fc.array(pointArb, { maxLength: 60 }).map((ps) => {
   });
 });
 
+it('the README\'s worked example: a float when it moves by 0.5 and at least every 15 minutes, a change of status always', () => {
+  const report = R({ deadband: [{ filter: { types: [[13, 13], [36, 36]] }, absolute: 0.5 }], maxSilenceSeconds: 900 });
+  const at = (hh: number, mm: number, ss: number) => Date.UTC(2026, 10, 29, hh, mm, ss);
+  const rows: Array<[number, number, string]> = [
+    [at(6, 0, 0), 21.5, 'good'], [at(6, 0, 1), 21.62, 'good'], [at(6, 0, 2), 21.95, 'good'], [at(6, 0, 3), 22.01, 'good'],
+    [at(6, 0, 4), 22.01, 'bad'], [at(6, 0, 5), 22.01, 'good'],
+  ];
+  // 06:00:06 … 06:15:04, every second, between 21.6 and 22.4
+  for (let t = at(6, 0, 6), i = 0; t <= at(6, 15, 4); t += 1000, i++) rows.push([t, 21.6 + (i % 9) / 10, 'good']);
+  rows.push([at(6, 15, 5), 22.3, 'good']);
+  const cs = rows.map(([t, value, quality]) => entry(`${t}-0`, { casdu: 10, ioa: 1001, type: 36, value, quality, timestamp: new Date(t).toISOString() }));
+  const sent = decide(report, { casdu: [[10, 10]] }, () => undefined, cs).reported.map((c) => new Date(c.ms).toISOString().slice(11, 19));
+  expect(sent).toEqual(['06:00:00', '06:00:03', '06:00:04', '06:00:05', '06:15:05']);
+  // a breaker (type 30): no rule matches it, every change goes out; another CASDU never does
+  const breaker = [0, 0, 1, 1, 0].map((v, i) => entry(`${i + 1}-0`, { casdu: 10, ioa: 7, type: 30, value: v }));
+  expect(decide(report, { casdu: [[10, 10]] }, () => undefined, breaker).reported.map((c) => c.id)).toEqual(['1-0', '3-0', '5-0']);
+  expect(decide(report, { casdu: [[10, 10]] }, () => undefined, [entry('1-0', { casdu: 11, ioa: 7, type: 30, value: 1 })]).reported).toEqual([]);
+});
+
 describe('report by exception against the reference (CONTRACT 4.8, read literally)', () => {
   const candidates = (stream: ReadonlyArray<{ id: string; point: Record<string, unknown> }>): Candidate[] =>
     stream.map((e) => entry(e.id, e.point));
