@@ -4,6 +4,7 @@ import { batchesKey, reportedKey } from '../src/mapping/keys';
 import { decodeRecords } from '../src/streams/read/deliveryState';
 import type { DecodedEntry } from '../src/streams/read/entries';
 import { redisReportState, reportingOf, type ReportObserver } from '../src/streams/webhook/reportState';
+import { RESET_SCRIPT } from '../src/streams/webhook/reportScript';
 import { deliveryDefaults, makeSubscriptions } from '../src/streams/webhook/subscription';
 import { privateRedis } from './helpers/redis';
 
@@ -146,4 +147,17 @@ it('3: a copy that knows the version needs no other check; once another process 
   for (let i = 0; i < 11; i++) await run(one.state.record([e(`${5 + i}-0`, 3, i)], []));
   await r.client.hset(key, '1:1', '2-9\n99\n{}');
   expect(partsOf(await run(one.state.record([e('30-0', 1, 10.2)], [])))).toEqual([[one.reporting[0]!.key, null]]);
+});
+
+it('4: emptying a state built under other settings spares one a replica of these settings emptied and wrote to first', async () => {
+  const a = stateOf([hook('http://a/', { deadband: [{ absolute: 0.5 }] })], events().o);
+  await r.client.hset(reportedKey('c', 0), '~', 'old 7', '1:1', '1-0\n1\n{}');
+  await run(a.state.load());
+  await run(a.state.record([e('2-0', 1, 10)], []));
+  // a replica that read the old digest before a's reset empties only what is still another's
+  const digest = a.reporting[0]!.digest;
+  expect(await r.client.eval(RESET_SCRIPT, 1, reportedKey('c', 0), digest)).toBe(`${digest} 1`);
+  expect(await r.client.hget(reportedKey('c', 0), '1:1')).toMatch(/^2-0\n/);
+  expect(await r.client.eval(RESET_SCRIPT, 1, reportedKey('c', 0), 'other')).toBeNull();
+  expect(await r.client.hgetall(reportedKey('c', 0))).toEqual({ '~': 'other 0' });
 });

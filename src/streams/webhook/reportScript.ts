@@ -81,3 +81,16 @@ return out
 
 export type Conflict = [number, 'reset'] | [number, 'stale', string] | [number, 'changed', string, ...string[]];
 export type ScriptAnswer = 0 | [1, ...string[]] | Conflict[];
+
+/**
+ * Empties a state built under another configuration, unless it is this one's already (a replica
+ * with the same settings reset it, and may have written since): answers `~` then, nil when it
+ * emptied it. KEYS: the state; ARGV: the digest.
+ */
+export const RESET_SCRIPT = `
+local cur = redis.call('HMGET', KEYS[1], '${DIGEST_FIELD}')[1]
+if cur and string.sub(cur, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then return cur end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], '${DIGEST_FIELD}', ARGV[1] .. ' 0')
+return false
+`;

@@ -8,7 +8,7 @@ import type { DecodedEntry } from '../read/entries';
 import { persist } from '../store/persist';
 import { matches } from './filter';
 import { candidateOf, decide, decodeReported, encodePart, encodeReported, type Candidate, type Reported } from './report';
-import { DIGEST_FIELD, RECORD_SCRIPT, type Conflict, type ScriptAnswer } from './reportScript';
+import { DIGEST_FIELD, RECORD_SCRIPT, RESET_SCRIPT, type Conflict, type ScriptAnswer } from './reportScript';
 import type { WebhookSubscription } from './subscription';
 
 /**
@@ -16,9 +16,10 @@ import type { WebhookSubscription } from './subscription';
  *
  * Layout: `connectors:{ID}:reported:{N}` (N the webhook's index) is a hash with one field per point
  * reported to the webhook, `{casdu}:{ioa}` → `{stream ID}\n{value}\n{other fields}` (`report.ts`,
- * `encodeReported`), and the field `~`: a digest of the webhook's whole `url`, `filter` and
- * `report`, the settings the state was built under. A digest that is not the webhook's means
- * another configuration built it: the hash is emptied (every point's next entry is reported).
+ * `encodeReported`), and the field `~`: `{digest} {version}` — a digest of the webhook's whole
+ * `url`, `filter` and `report`, the settings the state was built under, and a counter every write
+ * increases (`reportScript.ts`). A digest that is not the webhook's means another configuration
+ * built it: the hash is emptied (every point's next entry is reported).
  *
  * Invariants (each has a test in test/streams.reportState.test.ts or the report process tests):
  * 1. A batch's decision for every webhook with `report` and the batch's record (4.3) are written by
@@ -121,9 +122,10 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
     copy.lastWritten = undefined;
     const tilde = hash[DIGEST_FIELD];
     if (tilde === undefined || !tilde.startsWith(`${w.digest} `)) {
-      const fields = Object.keys(hash).length;
-      await redis.multi().del(keyOf(w)).hset(keyOf(w), DIGEST_FIELD, `${w.digest} 0`).exec();
+      // emptied only if no replica of these settings did it first (and wrote since): then read again
+      if ((await redis.eval(RESET_SCRIPT, 1, keyOf(w), w.digest)) !== null) return loadOne(w, copy);
       copy.known = `${w.digest} 0`;
+      const fields = Object.keys(hash).length;
       if (fields > 0) observer.onReset(w, fields - (tilde === undefined ? 0 : 1));
       return;
     }
