@@ -31,8 +31,7 @@ import { matches } from './filter';
  * The last entry reported of a point: its stream ID (and its parts as numbers), its `value` (`has`:
  * whether it had one; `num`: the value when it is a number) and its data point object, whose
  * fields other than those in `NOT_REST` are the ones compared (`others`: how many, -1 until first
- * counted — `countOthers`). Strings are made
- * of it only when it is written (`encodeReported`).
+ * counted — `countOthers`). Strings are made of it only when it is written (`encodeReported`).
  */
 export interface Reported {
   readonly id: string;
@@ -76,10 +75,6 @@ const othersOf = (o: Readonly<Record<string, unknown>>): number => {
 };
 
 /** A stream ID's parts as numbers (exact up to 2^53 ms, some 285,000 years). */
-const idParts = (id: string): [number, number] => {
-  const dash = id.indexOf('-');
-  return [Number(id.slice(0, dash)), Number(id.slice(dash + 1))];
-};
 const idMs = (id: string): number => Number(id.slice(0, id.indexOf('-')));
 const idSeq = (id: string): number => Number(id.slice(id.indexOf('-') + 1));
 
@@ -103,7 +98,7 @@ export const ruleFor = (rules: readonly DeadbandRule[], e: Pick<DecodedEntry, 'c
   rules.find((r) => r.filter === undefined || matches(r.filter, e));
 
 /** Invariant 3: a field other than value and timestamp differs (or is in one only). */
-const fieldsDiffer = (c: Reported, last: Reported): boolean => {
+const statusChanged = (c: Reported, last: Reported): boolean => {
   let n = 0;
   for (const k in c.obj) {
     if (NOT_REST.has(k)) continue;
@@ -112,8 +107,6 @@ const fieldsDiffer = (c: Reported, last: Reported): boolean => {
   }
   return n !== countOthers(last);
 };
-
-const statusChanged = fieldsDiffer;
 
 /** Invariant 5. */
 const valueMoved = (rules: readonly DeadbandRule[], c: Candidate, last: Reported): boolean => {
@@ -207,8 +200,7 @@ export const decodeReported = (s: string): Reported | undefined => {
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) return undefined;
   const o = obj as Record<string, unknown>;
   const id = s.slice(0, a);
-  const [ms, seq] = idParts(id);
-  return { id, ms, seq, has: a + 1 !== b, v, num: typeof v === 'number' ? v : undefined, obj: o, others: othersOf(o) };
+  return { id, ms: idMs(id), seq: idSeq(id), has: a + 1 !== b, v, num: typeof v === 'number' ? v : undefined, obj: o, others: othersOf(o) };
 };
 
 /**
