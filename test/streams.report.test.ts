@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import type { ReportSettings } from '../src/config/reportSettings';
 import type { PointFilter } from '../src/config/webhookSettings';
 import {
-  canonical, candidateOf, decide, decodePart, decodeReported, encodePart, encodeReported, reportable, ruleFor, type Candidate, type Reported,
+  canonical, candidateOf, decide, decodePart, decodeReported, encodePart, encodeReported, forgetMemo, reportable, ruleFor, type Candidate, type Reported,
 } from '../src/streams/webhook/report';
 import { reference } from '../support/reportReference';
 
@@ -101,6 +101,20 @@ describe('report by exception (src/streams/webhook/report.ts)', () => {
     const d2 = decide(r, undefined, (p) => (p === '1:2' ? last('0-1', 10.2) : undefined), cs.slice(0, 2));
     expect(d2.reported.map((c) => c.id)).toEqual([]);
     expect(d2.writes.size).toBe(0);
+  });
+
+  it('6: deciding a batch for several webhooks of the same settings decides each entry once; forgetting the memo keeps no record alive through another', () => {
+    const r = R({ deadband: [{ absolute: 0.5 }] });
+    const before = entry('1-0', P(10));
+    const cs = [entry('2-0', P(10.2)), entry('3-0', P(11))];
+    const one = decide(r, undefined, () => before, cs);
+    const two = decide(r, undefined, () => before, cs);
+    expect([one.reported.map((c) => c.id), two.reported.map((c) => c.id)]).toEqual([['3-0'], ['3-0']]);
+    // another record (of another webhook's state) is decided afresh, not from the memo
+    expect(decide(r, undefined, () => entry('1-0', P(11.2)), cs).reported.map((c) => c.id)).toEqual(['2-0', '3-0']);
+    expect(cs.some((c) => (c as unknown as { memoLast?: unknown }).memoLast !== undefined)).toBe(true);
+    forgetMemo(cs);
+    expect(cs.map((c) => (c as unknown as { memoLast?: unknown; memoRules?: unknown }).memoLast ?? (c as unknown as { memoRules?: unknown }).memoRules)).toEqual([undefined, undefined]);
   });
 
   it('7: only the entries the filter matches are decided; the others are neither reported nor counted, and leave no state', () => {

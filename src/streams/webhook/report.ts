@@ -144,6 +144,19 @@ const reportableOnce = (report: ReportSettings, last: Reported | undefined, c: C
   return memo.memoAnswer!;
 };
 
+/**
+ * Clears the memo of `reportableOnce` once a batch is decided for every webhook: a reported entry
+ * stays in the state as its point's record, and its memo would hold the record before it — and that
+ * one the one before, the point's whole history kept alive.
+ */
+export const forgetMemo = (candidates: readonly Candidate[]): void => {
+  for (const c of candidates) {
+    const memo = c as { memoLast?: Reported; memoRules?: ReportSettings };
+    memo.memoLast = undefined;
+    memo.memoRules = undefined;
+  }
+};
+
 export interface Decision {
   /** The entries reported, in stream order. */
   readonly reported: readonly Candidate[];

@@ -7,7 +7,7 @@ import { batchesKey, reportedKey, reportedPattern } from '../../mapping/keys';
 import type { DecodedEntry } from '../read/entries';
 import { persist } from '../store/persist';
 import { matches } from './filter';
-import { candidateOf, decide, decodeReported, encodePart, encodeReported, type Candidate, type Reported } from './report';
+import { candidateOf, decide, decodeReported, encodePart, encodeReported, forgetMemo, type Candidate, type Reported } from './report';
 import { DIGEST_FIELD, RECORD_SCRIPT, RESET_SCRIPT, type Conflict, type ScriptAnswer } from './reportScript';
 import type { WebhookSubscription } from './subscription';
 
@@ -192,6 +192,7 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
       for (const [p, c] of d.writes) perWebhook.push(p, encode(c));
       return d;
     });
+    forgetMemo(candidates);
     const args = [first, entries[entries.length - 1]!.id, String(fields.length / 2), ...fields, String(points.length), ...points, ...perWebhook];
     const answer = (await redis.eval(RECORD_SCRIPT, reporting.length + 1, batchesKey(connectorId), ...reporting.map(keyOf), ...args)) as ScriptAnswer;
     if (answer === 0) return recorded(first);
