@@ -23,10 +23,11 @@ describe('report by exception (src/streams/webhook/report.ts)', () => {
     ['older by sequence', '5-0', false],
     ['the same entry again (its record landed, its answer was lost)', '5-1', true],
     ['newer by sequence, changed', '5-2', true],
+    ['newer by sequence, unchanged', '5-3', false],
     ['newer by ms, changed', '10-0', true],
     ['a much larger ms (13 digits) against a short one', '1732838400000-0', true],
   ])('2: an entry %s than the last reported one: %s', (_name, id, expected) => {
-    expect(reportable(R({ deadband: [{ absolute: 0 }] }), last('5-1', 1), entry(id, P(id === '5-1' ? 1 : 7)))).toBe(expected);
+    expect(reportable(R({ deadband: [{ absolute: 0 }] }), last('5-1', 1), entry(id, P(id === '5-1' || id === '5-3' ? 1 : 7)))).toBe(expected);
   });
 
   it.each([
@@ -79,6 +80,12 @@ describe('report by exception (src/streams/webhook/report.ts)', () => {
   ] as const)('5: %s', (_name, deadband, before, after, expected) => {
     const b = before === undefined ? decodeReported(encodeReported(entry('1-0', { casdu: 1, ioa: 2, type: 36 })))! : last('1-0', before);
     expect(reportable(R({ deadband: deadband as never }), b, entry('2-0', P(after)))).toBe(expected);
+  });
+
+  it('5: a value that disappears is a change, also from null (absent and null differ)', () => {
+    const gone = entry('2-0', { casdu: 1, ioa: 2, type: 36, timestamp: 't' });
+    expect([reportable(R({ deadband: [{ absolute: 5 }] }), last('1-0', null), gone), reportable(R({ deadband: [{ absolute: 5 }] }), last('1-0', 3), gone)]).toEqual([true, true]);
+    expect(reportable(R({ deadband: [{ absolute: 5 }] }), decodeReported(encodeReported(gone))!, entry('3-0', { casdu: 1, ioa: 2, type: 36 }))).toBe(false);
   });
 
   it('5: ruleFor picks the first rule whose filter matches, undefined when none does', () => {
@@ -140,7 +147,11 @@ describe('report by exception (src/streams/webhook/report.ts)', () => {
     expect(encodeReported(decodeReported(text)!)).toBe(text);
     expect(decodeReported('5-1\n-2.5\n{}')).toEqual({ id: '5-1', ms: 5, seq: 1, has: true, v: -2.5, num: -2.5, obj: {}, others: 0 });
     expect(decodeReported('5-1\n\n{}')).toEqual({ id: '5-1', ms: 5, seq: 1, has: false, v: undefined, num: undefined, obj: {}, others: 0 });
-    for (const bad of ['', 'x\n1\n{}', '1-0\n1', 'abc', '1-0\n{\n{}', '1-0\n1\n[]', '1-0\n1\nnull', '1-0\n1\n{x']) expect(decodeReported(bad)).toBeUndefined();
+    for (const bad of ['', 'x\n1\n{}', '1-0\n1', 'abc', '1-0\n{\n{}', '1-0\n1\n[]', '1-0\n1\nnull', '1-0\n1\n{x', '1-0\n1\n5', 'x1-0\n1\n{}', '1-0x\n1\n{}', '1-0\n1\n{}\n{}']) {
+      expect(decodeReported(bad)).toBeUndefined();
+    }
+    // no value: written empty, read back as none
+    expect(encodeReported(entry('7-0', { casdu: 1, ioa: 2, q: 1 }))).toBe('7-0\n\n{"q":1}');
   });
 
   it('a part is recorded as its webhook-id, and the shorter list of the entries it holds (+) or does not (-)', () => {
@@ -148,6 +159,9 @@ describe('report by exception (src/streams/webhook/report.ts)', () => {
     expect(encodePart(m, m)).toBe('1-0_5-0');
     expect(encodePart(m, ['2-0', '4-0'])).toBe('2-0_4-0 +2-0,4-0');
     expect(encodePart(m, ['1-0', '2-0', '3-0', '5-0'])).toBe('1-0_5-0 -4-0');
+    expect(encodePart(m, ['1-0', '3-0', '5-0'])).toBe('1-0_5-0 -2-0,4-0');
+    // as many held as not: the list of those held
+    expect(encodePart(m.slice(0, 4), ['1-0', '3-0'])).toBe('1-0_3-0 +1-0,3-0');
     for (const reported of [m, ['2-0', '4-0'], ['1-0', '2-0', '3-0', '5-0'], ['3-0']]) {
       const p = decodePart(encodePart(m, reported));
       expect([p.webhookId, m.filter(p.holds)]).toEqual([`${reported[0]}_${reported[reported.length - 1]}`, reported]);
