@@ -161,3 +161,21 @@ it('4: emptying a state built under other settings spares one a replica of these
   expect(await r.client.eval(RESET_SCRIPT, 1, reportedKey('c', 0), 'other')).toBeNull();
   expect(await r.client.hgetall(reportedKey('c', 0))).toEqual({ '~': 'other 0' });
 });
+
+it('a field that is no record (written by something else) counts as never reported, and an unsure copy does not loop on it', async () => {
+  const webhooks = [hook('http://a/', { deadband: [{ absolute: 0.5 }] })];
+  const one = stateOf(webhooks, events().o);
+  await run(one.state.load());
+  // another writer: one is unsure from then on, and compares the batch's points
+  const two = stateOf(webhooks, events().o);
+  await run(two.state.load());
+  await run(two.state.record([e('1-0', 2, 5)], []));
+  await r.client.hset(reportedKey('c', 0), '1:1', 'garbage');
+  expect(partsOf(await run(one.state.record([e('2-0', 1, 10)], [])))).toEqual([[one.reporting[0]!.key, '2-0_2-0']]);
+  expect(await r.client.hget(reportedKey('c', 0), '1:1')).toBe('2-0\n10\n{}');
+  // loaded with such a field: the same
+  await r.client.hset(reportedKey('c', 0), '1:3', '{"x":1}');
+  const three = stateOf(webhooks, events().o);
+  await run(three.state.load());
+  expect(partsOf(await run(three.state.record([e('3-0', 3, 1)], [])))).toEqual([[three.reporting[0]!.key, '3-0_3-0']]);
+});

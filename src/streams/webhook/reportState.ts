@@ -101,6 +101,8 @@ const QUIET_BATCHES = 10;
 /** One reporting webhook's copy of its state, and how far it is trusted (invariant 3). */
 interface Copy {
   readonly records: Map<string, Reported>;
+  /** Fields Redis holds that are no record (written by something else): compared as they are, decided as never reported. */
+  readonly foreign: Map<string, string>;
   /** The `~` value the copy is current at; undefined: unsure (another process wrote). */
   known: string | undefined;
   /** Unsure: the `~` value this process wrote last, and the batches since another wrote. */
@@ -109,7 +111,7 @@ interface Copy {
 }
 
 export const redisReportState = (redis: Redis, connectorId: string, retryMs: number, reporting: readonly Reporting[], observer: ReportObserver): ReportState => {
-  const copies: Copy[] = reporting.map(() => ({ records: new Map(), known: undefined, lastWritten: undefined, quiet: 0 }));
+  const copies: Copy[] = reporting.map(() => ({ records: new Map(), foreign: new Map(), known: undefined, lastWritten: undefined, quiet: 0 }));
   /** Records read at one load, by their text: webhooks that hold the same record share one object (as `decide`'s memo wants). */
   let interned = new Map<string, Reported>();
   const keyOf = (w: Reporting) => reportedKey(connectorId, w.index);
@@ -118,6 +120,7 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
   const loadOne = async (w: Reporting, copy: Copy) => {
     const hash = await redis.hgetall(keyOf(w));
     copy.records.clear();
+    copy.foreign.clear();
     copy.quiet = 0;
     copy.lastWritten = undefined;
     const tilde = hash[DIGEST_FIELD];
@@ -132,7 +135,10 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
     for (const [field, value] of Object.entries(hash)) {
       if (field === DIGEST_FIELD) continue;
       const r = interned.get(value) ?? decodeReported(value);
-      if (r === undefined) continue;
+      if (r === undefined) {
+        copy.foreign.set(field, value);
+        continue;
+      }
       interned.set(value, r);
       copy.records.set(field, r);
     }
@@ -187,7 +193,7 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
         fields.push(`${first}#${w.key}`, value);
         result.set(w.key, { value, entries: d.reported.map((c) => c.entry) });
       }
-      const sha = copy.known !== undefined ? '' : createHash('sha1').update(points.map((p) => (copy.records.has(p) ? encodeReported(copy.records.get(p)!) : '')).join('\n')).digest('hex');
+      const sha = copy.known !== undefined ? '' : createHash('sha1').update(points.map((p) => (copy.records.has(p) ? encodeReported(copy.records.get(p)!) : copy.foreign.get(p) ?? '')).join('\n')).digest('hex');
       perWebhook.push(w.digest, copy.known ?? '', sha, String(d.writes.size));
       for (const [p, c] of d.writes) perWebhook.push(p, encode(c));
       return d;
@@ -200,7 +206,10 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
       const tildes = answer.slice(1) as string[];
       decided.forEach((d, n) => {
         const copy = copies[n]!;
-        for (const [p, c] of d.writes) copy.records.set(p, c);
+        for (const [p, c] of d.writes) {
+          copy.records.set(p, c);
+          copy.foreign.delete(p);
+        }
         const [before, after] = [tildes[2 * n]!, tildes[2 * n + 1]!];
         if (copy.known !== undefined) copy.known = after;
         else {
@@ -216,6 +225,7 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
       const copy = copies[c[0] - 1]!;
       if (c[1] === 'reset') {
         copy.records.clear();
+        copy.foreign.clear();
         copy.known = `${reporting[c[0] - 1]!.digest} 0`;
       } else if (c[1] === 'stale') {
         copy.known = undefined;
@@ -226,6 +236,9 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
           const r = raw === '' ? undefined : decodeReported(raw);
           if (r === undefined) copy.records.delete(points[j]!);
           else copy.records.set(points[j]!, r);
+          // a field that is no record: kept as it is for the comparison (the point counts as never reported)
+          if (r === undefined && raw !== '') copy.foreign.set(points[j]!, raw);
+          else copy.foreign.delete(points[j]!);
         });
         copy.quiet = 0;
       }
