@@ -26,11 +26,16 @@ describe('push mode', () => {
     const secret = `whsec_${secretBytes.toString('base64')}`;
     await outbound('headers', [{ url: r.url, headers: { Authorization: 'Bearer T0KEN', 'X-Tenant': 'plant-a' }, secret }]);
     // data lacking casdu/ioa/source gets them from the entry's fields; unknown fields pass through
-    const ids = [
-      await client.xadd('process:updates', '*', 'casdu', '7', 'ioa', '70', 'source', 'other-connector', 'data', '{"type":1,"value":true,"timestamp":"2026-11-21T10:00:00.000Z","quality":"good"}'),
-      await client.xadd('process:updates', '*', 'casdu', '1', 'ioa', '2', 'source', 's', 'data', 'not json'),
-      await client.xadd('process:updates', '*', 'casdu', '8', 'ioa', '80', 'source', 's', 'data', '{"casdu":8,"ioa":80,"type":36,"value":1.5,"timestamp":"2026-11-21T10:00:00.000Z","source":"s"}'),
-    ];
+    // in one transaction: read at once, one batch, whatever the machine's load (three round trips
+    // could straddle the 50 ms batch window: a CI run saw the first entry batched alone)
+    const ids = (await client.multi()
+      .xadd('process:updates', '*', 'casdu', '7', 'ioa', '70', 'source', 'other-connector', 'data', '{"type":1,"value":true,"timestamp":"2026-11-21T10:00:00.000Z","quality":"good"}')
+      .xadd('process:updates', '*', 'casdu', '1', 'ioa', '2', 'source', 's', 'data', 'not json')
+      .xadd('process:updates', '*', 'casdu', '8', 'ioa', '80', 'source', 's', 'data', '{"casdu":8,"ioa":80,"type":36,"value":1.5,"timestamp":"2026-11-21T10:00:00.000Z","source":"s"}')
+      .exec())!.map(([err, id]) => {
+      if (err !== null) throw err;
+      return String(id);
+    });
     await eventually(() => (r.delivered().length > 0 ? true : undefined));
     const req = r.delivered()[0]!;
     expect(req.headers['content-type']).toBe('application/json');
