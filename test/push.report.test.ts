@@ -191,3 +191,31 @@ it('a report that is not valid stops the start with exit 2, naming the field; co
   writeFileSync(file, JSON.stringify({ webhooks: [{ url: 'http://127.0.0.1:9/', report: REPORT }] }));
   expect((await runCli(['config', 'validate', file])).code).toBe(0);
 });
+
+it('every later sending keeps the decision: redrive from the backlog sends the recorded part under its id; an interrogation and a resend send everything and leave the state as it is', async () => {
+  let down = true;
+  const r = await h.receiver(() => (down ? { status: 503 } : { status: 200 }));
+  const env = { Webhooks__CircuitFailureThreshold: '1', Webhooks__ProbeIntervalSeconds: '0.3', Webhooks__MaxAttempts: '1' };
+  const { base: api } = await h.outbound('rbe-later', [{ url: r.url, report: { deadband: [{ absolute: 0.5 }] } }], env);
+  const stream = await add(BATCH);
+  // the fault took effect: the batch is in the backlog, nothing was delivered
+  await eventually(async () => ((await h.r.client.xlen('connectors:rbe-later:deadletter')) > 0 ? true : undefined), 20000, 'a backlog entry');
+  expect(r.delivered()).toHaveLength(0);
+  const first = r.requests[0]!;
+  expect(seqsOf(first)).toEqual([0, 2, 4]);
+  down = false;
+  await eventually(() => (r.delivered().length > 0 ? true : undefined), 20000, 'redriven');
+  expect([r.delivered()[0]!.headers['webhook-id'], r.delivered()[0]!.body]).toEqual([first.headers['webhook-id'], first.body]);
+  const state = await h.r.client.hgetall('connectors:rbe-later:reported:0');
+  // an interrogation: the whole image, whatever report says (12.1 is within 0.5 of 12)
+  await h.r.client.set('process:image:casdu:1:ioa:1', JSON.stringify({ casdu: 1, ioa: 1, type: 36, value: 12.1, timestamp: new Date(T0 + 100).toISOString() }));
+  expect((await fetch(`${api}/api/webhooks/0/interrogation`, { method: 'POST' })).status).toBe(202);
+  await eventually(() => (r.delivered().some((q) => q.headers['webhook-cause'] === 'interrogation') ? true : undefined), 20000, 'the interrogation');
+  expect(r.delivered().filter((q) => q.headers['webhook-cause'] === 'interrogation').flatMap(seqsOf)).toEqual([100]);
+  // a resend: every entry of its range, the held-back ones too
+  const since = Math.floor(Number(stream[0]!.id.split('-')[0]) / 1000) - 1;
+  const resend = await runCli(['webhooks', 'resend', '--id', 'rbe-later', '--webhook', '0', '--since', String(since)], { ConnectionStrings__Datastore: h.r.redis.url });
+  expect(resend.code).toBe(0);
+  expect(r.delivered().filter((q) => q.headers['webhook-cause'] === 'resend').flatMap(seqsOf)).toEqual([0, 1, 2, 3, 4]);
+  expect(await h.r.client.hgetall('connectors:rbe-later:reported:0')).toEqual(state);
+});

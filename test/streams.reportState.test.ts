@@ -179,3 +179,15 @@ it('a field that is no record (written by something else) counts as never report
   await run(three.state.load());
   expect(partsOf(await run(three.state.record([e('3-0', 3, 1)], [])))).toEqual([[three.reporting[0]!.key, '3-0_3-0']]);
 });
+
+it('4: the digest follows the whole url, the filter and the report, and nothing else', () => {
+  const digest = (w: Webhook) => reportingOf(makeSubscriptions([w], DEFAULTS))[0]!.digest;
+  const base = hook('http://a/?db=x', { deadband: [{ absolute: 0.5 }] }, { ioa: [[1, 5]] });
+  const others = [
+    hook('http://a/?db=y', { deadband: [{ absolute: 0.5 }] }, { ioa: [[1, 5]] }),
+    hook('http://a/?db=x', { deadband: [{ absolute: 0.6 }] }, { ioa: [[1, 5]] }),
+    hook('http://a/?db=x', { deadband: [{ absolute: 0.5 }] }, { ioa: [[1, 6]] }),
+  ];
+  expect(new Set([base, ...others].map(digest)).size).toBe(4);
+  expect(digest({ ...base, headers: { 'X-A': 'b' }, secrets: ['s'], maxRequestsPerSecond: 3 })).toBe(digest(base));
+});
