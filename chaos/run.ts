@@ -842,13 +842,8 @@ const mismatches = (r: Receiver, image: Map<string, unknown>): number => [...ima
 /** Points the receiver would hold otherwise, applying every request as it arrives. */
 const arrivalMismatches = (r: Receiver, image: Map<string, unknown>): Array<[string, unknown]> => [...image].filter(([k, v]) => r.arrived.get(k) !== v);
 
-const report = (r: Receiver, image: Map<string, unknown>): Row => {
-  // the late receiver is owed what a connector reads after the restart that added it; by the time
-  // its first request came (its initial interrogation, before any live batch) the process with the
-  // old configuration was gone: every seq appended after that counts (`fromSeq`, set then). Older
-  // entries it may get too (pending ones of a killed process, claimed), but not all of them: those
-  // the old configuration's process acknowledged were never its.
-
+/** The seqs a receiver wants: how many, how many it did not get and are not in a dead letter of the 1 s limit (lost), how many are there. */
+const coverage = (r: Receiver): { wanted: number; lost: number; refusedAtLimit: number } => {
   let lost = 0;
   let wanted = 0;
   let refusedAtLimit = 0;
@@ -859,6 +854,16 @@ const report = (r: Receiver, image: Map<string, unknown>): Row => {
     if (r.refusedAtLimit.has(s)) refusedAtLimit++;
     else lost++;
   }
+  return { wanted, lost, refusedAtLimit };
+};
+
+const report = (r: Receiver, image: Map<string, unknown>): Row => {
+  // the late receiver is owed what a connector reads after the restart that added it; by the time
+  // its first request came (its initial interrogation, before any live batch) the process with the
+  // old configuration was gone: every seq appended after that counts (`fromSeq`, set then). Older
+  // entries it may get too (pending ones of a killed process, claimed), but not all of them: those
+  // the old configuration's process acknowledged were never its.
+  const { wanted, lost, refusedAtLimit } = coverage(r);
   const extra = (m: Map<number, number>) => [...m.values()].reduce((n, c) => n + c - 1, 0);
   let afterKill = 0;
   let afterTimeout = 0;
@@ -1011,8 +1016,8 @@ const run = async (): Promise<number> => {
   const settleEnd = Date.now() + SETTLE_SECONDS * 1000;
   // the late receiver: everything produced after it was added, and the image as it is now (its next periodic interrogation brings it)
   const complete = (r: Receiver, image: Map<string, unknown>) =>
-    r.late !== undefined ? report(r, image).lost === 0 && mismatches(r, image) === 0
-      : r.filter === undefined ? report(r, image).lost === 0 && inboundMissing(r) === 0 : report(r, image).lost === 0;
+    r.late !== undefined ? coverage(r).lost === 0 && mismatches(r, image) === 0
+      : r.filter === undefined ? coverage(r).lost === 0 && inboundMissing(r) === 0 : coverage(r).lost === 0;
   const settled = async () => {
     await readLimitRefusals();
     const image = await readImage();

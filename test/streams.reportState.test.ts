@@ -111,6 +111,23 @@ it('a state emptied by a replica with other settings while this one runs: the sc
   expect(await r.client.hget(reportedKey('c', 0), '~')).toBe(`${a.reporting[0]!.digest} 1`);
 });
 
+it('webhooks of the same rules and the same records share one decision; once one\'s state is emptied under it, each is decided against its own', async () => {
+  const rules = { deadband: [{ absolute: 0.5 }] };
+  const a = stateOf([hook('http://a/', rules), hook('http://b/', rules), hook('http://c/', rules, { ioa: [[1, 1]] })], events().o);
+  await run(a.state.load());
+  const first = await run(a.state.record([e('1-0', 1, 10), e('1-1', 2, 20)], []));
+  // a and b: one decision, one part (c's filter is another rule set: decided apart)
+  expect(partsOf(first)).toEqual([[a.reporting[0]!.key, '1-0_1-1'], [a.reporting[1]!.key, '1-0_1-1'], [a.reporting[2]!.key, '1-0_1-0']]);
+  expect(first.get(a.reporting[0]!.key)).toBe(first.get(a.reporting[1]!.key));
+  expect(partsOf(await run(a.state.record([e('2-0', 1, 10.2)], [])))).toEqual([[a.reporting[0]!.key, null], [a.reporting[1]!.key, null], [a.reporting[2]!.key, null]]);
+  // b's state emptied by something else: b's copy is reset by the script's answer, a's is not — 10.3 is within a's deadband, b's first entry
+  await r.client.hset(reportedKey('c', 1), '~', 'another');
+  const after = await run(a.state.record([e('3-0', 1, 10.3)], []));
+  expect(partsOf(after)).toEqual([[a.reporting[0]!.key, null], [a.reporting[1]!.key, '3-0_3-0'], [a.reporting[2]!.key, null]]);
+  // and they stay apart while their records differ: point 1:2 was reported to a (20), never to b since its reset
+  expect(partsOf(await run(a.state.record([e('4-0', 2, 20.1)], [])))).toEqual([[a.reporting[0]!.key, null], [a.reporting[1]!.key, '4-0_4-0'], [a.reporting[2]!.key, null]]);
+});
+
 it('a batch of more points than one script command takes (chunks of 1,000 arguments)', async () => {
   const { state, reporting } = stateOf([hook('http://a/', { deadband: [{ absolute: 0.5 }] })], events().o);
   await run(state.load());

@@ -7,7 +7,7 @@ import { batchesKey, reportedKey, reportedPattern } from '../../mapping/keys';
 import type { DecodedEntry } from '../read/entries';
 import { persist } from '../store/persist';
 import { matches } from './filter';
-import { candidateOf, decide, decodeReported, encodePart, encodeReported, forgetMemo, type Candidate, type Reported } from './report';
+import { candidateOf, decide, decodeReported, encodePart, encodeReported, forgetMemo, type Candidate, type Decision, type Reported } from './report';
 import { DIGEST_FIELD, RECORD_SCRIPT, RESET_SCRIPT, type Conflict, type ScriptAnswer } from './reportScript';
 import type { WebhookSubscription } from './subscription';
 
@@ -115,6 +115,28 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
   /** Records read at one load, by their text: webhooks that hold the same record share one object (as `decide`'s memo wants). */
   let interned = new Map<string, Reported>();
   const keyOf = (w: Reporting) => reportedKey(connectorId, w.index);
+  /**
+   * Twins (a cost, not a rule): a webhook whose rules are an earlier one's (the same settings
+   * objects, `reportingOf`) and whose copy holds the same records (the same objects, nothing
+   * foreign) gets that one's decision — five subscribers of one rule set cost one decision. Both
+   * then write the same records, so they stay twins; a load or a conflict pairs them again.
+   * Undefined: to be paired before the next decision.
+   */
+  let twins: Array<number | undefined> | undefined;
+  const sameCopy = (a: Copy, b: Copy): boolean => {
+    if (a.foreign.size > 0 || b.foreign.size > 0 || a.records.size !== b.records.size) return false;
+    for (const [p, r] of a.records) if (b.records.get(p) !== r) return false;
+    return true;
+  };
+  /** The first earlier webhook each one is a twin of (that one is no twin itself: an earlier twin of it would have been found first). */
+  const pairTwins = (): Array<number | undefined> =>
+    reporting.map((w, n) => {
+      for (let m = 0; m < n; m++) {
+        const v = reporting[m]!;
+        if (v.report === w.report && v.filter === w.filter && sameCopy(copies[m]!, copies[n]!)) return m;
+      }
+      return undefined;
+    });
 
   /** Invariant 4: the copy read whole (or the state emptied, when another configuration built it). */
   const loadOne = async (w: Reporting, copy: Copy) => {
@@ -123,6 +145,7 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
     copy.foreign.clear();
     copy.quiet = 0;
     copy.lastWritten = undefined;
+    twins = undefined;
     const tilde = hash[DIGEST_FIELD];
     if (tilde === undefined || !tilde.startsWith(`${w.digest} `)) {
       // emptied only if no replica of these settings did it first (and wrote since): then read again
@@ -171,6 +194,8 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
   const attempt = async (entries: readonly DecodedEntry[], candidates: readonly Candidate[], parts: ReadonlyArray<readonly [string, string]>): Promise<ReportParts | undefined> => {
     // an unsure copy that saw no other writer for a while is read again: trusted whole after it
     await Promise.all(reporting.map((w, n) => (copies[n]!.known === undefined && copies[n]!.quiet >= QUIET_BATCHES ? loadOne(w, copies[n]!) : undefined)));
+    // the records read share objects across webhooks (twins again); kept beyond the reads, the texts would pile up read after read
+    interned = new Map();
     const first = entries[0]!.id;
     const unsure = copies.some((c) => c.known === undefined);
     const points = unsure ? [...new Set(candidates.map((c) => c.point))] : [];
@@ -180,23 +205,31 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
     const result = new Map<string, { value: string; entries: DecodedEntry[] } | null>();
     let ids: string[] | undefined;
     const perWebhook: string[] = [];
-    const decided = reporting.map((w, n) => {
+    twins ??= pairTwins();
+    const decided: Decision[] = [];
+    const partOf = new Map<Decision, { value: string; entries: DecodedEntry[] }>();
+    reporting.forEach((w, n) => {
       const copy = copies[n]!;
-      const d = decide(w.report, w.filter, (p) => copy.records.get(p), candidates);
+      const twin = twins![n];
+      const d = twin !== undefined ? decided[twin]! : decide(w.report, w.filter, (p) => copy.records.get(p), candidates);
+      decided.push(d);
       if (d.reported.length === 0) {
         // nothing to send: delivered to it (CONTRACT 4.5), marked with the record
         fields.push(`${first}|${w.key}`, '1');
         result.set(w.key, null);
       } else {
-        const matching = w.filter === undefined ? (ids ??= candidates.map((c) => c.id)) : candidates.filter((c) => matches(w.filter!, c.entry)).map((c) => c.id);
-        const value = encodePart(matching, d.reported.map((c) => c.id));
-        fields.push(`${first}#${w.key}`, value);
-        result.set(w.key, { value, entries: d.reported.map((c) => c.entry) });
+        let part = partOf.get(d);
+        if (part === undefined) {
+          const matching = w.filter === undefined ? (ids ??= candidates.map((c) => c.id)) : candidates.filter((c) => matches(w.filter!, c.entry)).map((c) => c.id);
+          part = { value: encodePart(matching, d.reported.map((c) => c.id)), entries: d.reported.map((c) => c.entry) };
+          partOf.set(d, part);
+        }
+        fields.push(`${first}#${w.key}`, part.value);
+        result.set(w.key, part);
       }
       const sha = copy.known !== undefined ? '' : createHash('sha1').update(points.map((p) => (copy.records.has(p) ? encodeReported(copy.records.get(p)!) : copy.foreign.get(p) ?? '')).join('\n')).digest('hex');
       perWebhook.push(w.digest, copy.known ?? '', sha, String(d.writes.size));
       for (const [p, c] of d.writes) perWebhook.push(p, encode(c));
-      return d;
     });
     forgetMemo(candidates);
     const args = [first, entries[entries.length - 1]!.id, String(fields.length / 2), ...fields, String(points.length), ...points, ...perWebhook];
@@ -221,6 +254,7 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
       return result;
     }
     // invariant 2: decided against a state Redis no longer holds; take what moved and decide again
+    twins = undefined;
     for (const c of answer as Conflict[]) {
       const copy = copies[c[0] - 1]!;
       if (c[1] === 'reset') {
