@@ -193,3 +193,13 @@ it('a SIGKILL during redrive loses nothing and repeats at most batches under the
   const t = tally(outage);
   expect([t.duplicatesAfterDedup, t.idsWithTwoContents]).toEqual([0, 0]);
 });
+
+it('a start with an empty backlog shows every webhook healthy throughout: no redriving and back while the first scan looks (CONTRACT 4.4)', async () => {
+  const rec = await h.receiver();
+  const { c } = await h.outbound('start', [{ url: rec.url }, { url: rec.url }]);
+  await h.produce(0, 10);
+  await eventually(() => (tally(rec).seqs.size === 10 ? true : undefined));
+  // the first scan of each backlog happened (new batches went live after it)
+  expect(await backlogLen('start')).toBe(0);
+  expect(c.logs().filter((l) => l.msg === 'webhook state changed').map((l) => [l.webhook, l.from, l.to])).toEqual([]);
+});

@@ -17,12 +17,15 @@ import { REDRIVABLE, type BacklogReason } from './backlogEntry';
  * 5. The circuit opens when `circuitThreshold` batches in a row ended in the backlog as exhausted
  *    or refused (or were redriven and failed again); a delivered batch resets the count; only a
  *    probe answered 2xx closes the circuit.
- * 6. "Backlog entries may wait" is set by every redrivable append and cleared only by a scan that
- *    found none while no redrivable append came during it; unknown at the start (a previous run
- *    may have left some), so with AutoRedrive it starts set.
+ * 6. The backlog is known to hold redrivable entries (`waits`) after every redrivable append and
+ *    after a scan that found some; known `empty` only after a scan that found none while no
+ *    redrivable append came during it; `unknown` at the start (a previous run may have left some).
+ *    With AutoRedrive, `unknown` is treated as `waits` by invariant 3 and the redrive (it scans),
+ *    and as nothing by the state shown (invariant 7): a start with an empty backlog never shows
+ *    `redriving`.
  * 7. The state shown (`healthy`, `retrying`, `open`, `redriving`) is `open` whenever the circuit
- *    is, else `redriving` while a redrive runs or entries wait (AutoRedrive), else `retrying`
- *    while a batch waits for a retry.
+ *    is, else `redriving` while a redrive runs or entries are known to wait (AutoRedrive), else
+ *    `retrying` while a batch waits for a retry.
  * 8. A batch counts as dead-lettered only once its backlog entry is written (the lane waits for
  *    the append, which retries until it lands): `appended` is the only way to it.
  * 9. A webhook that answered 410 Gone is `disabled` (CONTRACT 4.5): every new batch goes to the
@@ -44,6 +47,9 @@ export interface LaneSettings {
   readonly autoRedrive: boolean;
 }
 
+/** What the lane knows of its backlog's redrivable entries (invariant 6). */
+export type BacklogKnown = 'unknown' | 'waits' | 'empty';
+
 export interface LaneState {
   /** Live batches accepted and not finished (their first attempt may not have gone out yet). */
   readonly depth: number;
@@ -52,8 +58,8 @@ export interface LaneState {
   /** Batches in a row that ended in the backlog as exhausted or refused, or failed a redrive again. */
   readonly failures: number;
   readonly open: boolean;
-  /** Redrivable backlog entries may wait (invariant 6). */
-  readonly backlogWaits: boolean;
+  /** Whether redrivable backlog entries wait (invariant 6). */
+  readonly backlog: BacklogKnown;
   /** Redrivable appends since the running scan began. */
   readonly appendsSinceScan: number;
   readonly redriving: boolean;
@@ -62,7 +68,7 @@ export interface LaneState {
 }
 
 export const initialLaneState = (s: LaneSettings, disabled = false): LaneState => ({
-  depth: 0, waitingRetry: 0, failures: 0, open: false, backlogWaits: s.autoRedrive, appendsSinceScan: 0, redriving: false, disabled,
+  depth: 0, waitingRetry: 0, failures: 0, open: false, backlog: s.autoRedrive ? 'unknown' : 'empty', appendsSinceScan: 0, redriving: false, disabled,
 });
 
 /** What to do with a new batch (invariants 1–4). */
@@ -75,7 +81,7 @@ export const arrive = (state: LaneState, s: LaneSettings, nothingToSend: boolean
   if (nothingToSend) return [state, { kind: 'skip' }];
   if (state.disabled) return [state, { kind: 'backlog', reason: 'disabled', error: 'webhook disabled: it answered 410 Gone' }];
   if (state.open) return [state, { kind: 'backlog', reason: 'circuit', error: 'circuit open' }];
-  if (s.autoRedrive && state.backlogWaits) return [state, { kind: 'backlog', reason: 'circuit', error: 'older batches wait in the backlog' }];
+  if (s.autoRedrive && state.backlog !== 'empty') return [state, { kind: 'backlog', reason: 'circuit', error: 'older batches wait in the backlog' }];
   if (state.depth >= s.queueCap) return [state, { kind: 'backlog', reason: 'overflow', error: `queue full (${s.queueCap} batches)` }];
   return [{ ...state, depth: state.depth + 1 }, { kind: 'live' }];
 };
@@ -100,20 +106,20 @@ export const failed = (state: LaneState, s: LaneSettings): [LaneState, { readonl
 export const gone = (state: LaneState): LaneState => ({ ...state, disabled: true });
 
 /** Enabled again (invariant 9): its backlog is redriven as after an outage, the circuit closed. */
-export const enabled = (state: LaneState): LaneState => ({ ...state, disabled: false, open: false, failures: 0, backlogWaits: true });
+export const enabled = (state: LaneState): LaneState => ({ ...state, disabled: false, open: false, failures: 0, backlog: 'waits' });
 
 /** A probe answered 2xx: the circuit closes (invariant 5). */
 export const probeDelivered = (state: LaneState): LaneState => ({ ...state, open: false });
 
 /** A backlog entry written (invariant 8); `wake` when the redrive should look at the backlog. */
 export const appended = (state: LaneState, reason: BacklogReason): [LaneState, { readonly wake: boolean }] =>
-  REDRIVABLE.has(reason) ? [{ ...state, backlogWaits: true, appendsSinceScan: state.appendsSinceScan + 1 }, { wake: true }] : [state, { wake: false }];
+  REDRIVABLE.has(reason) ? [{ ...state, backlog: 'waits', appendsSinceScan: state.appendsSinceScan + 1 }, { wake: true }] : [state, { wake: false }];
 
 export const scanStarted = (state: LaneState): LaneState => ({ ...state, appendsSinceScan: 0 });
 
 /** A scan found `count` redrivable entries (invariant 6). */
 export const scanned = (state: LaneState, count: number): LaneState =>
-  count === 0 && state.appendsSinceScan === 0 ? { ...state, backlogWaits: false } : state;
+  count > 0 ? { ...state, backlog: 'waits' } : state.appendsSinceScan === 0 ? { ...state, backlog: 'empty' } : state;
 
 export const redriveStarted = (state: LaneState): LaneState => ({ ...state, redriving: true });
 export const redriveEnded = (state: LaneState): LaneState => ({ ...state, redriving: false });
@@ -123,13 +129,13 @@ export const redriveEnded = (state: LaneState): LaneState => ({ ...state, redriv
  * probe an open circuit, pass over the backlog, or wait to be woken.
  */
 export const nextRedrive = (state: LaneState, s: LaneSettings): 'watch' | 'probe' | 'pass' | 'wait' =>
-  state.disabled ? 'watch' : state.open ? 'probe' : s.autoRedrive && state.backlogWaits ? 'pass' : 'wait';
+  state.disabled ? 'watch' : state.open ? 'probe' : s.autoRedrive && state.backlog !== 'empty' ? 'pass' : 'wait';
 
 /** The state as `GET /api/webhooks` and `webhook_state` show it (CONTRACT 4.4, 4.5; invariants 7, 9). */
 export type WebhookState = 'healthy' | 'retrying' | 'open' | 'redriving' | 'disabled';
 
 export const shownState = (state: LaneState, s: LaneSettings): WebhookState =>
-  state.disabled ? 'disabled' : state.open ? 'open' : state.redriving || (s.autoRedrive && state.backlogWaits) ? 'redriving' : state.waitingRetry > 0 ? 'retrying' : 'healthy';
+  state.disabled ? 'disabled' : state.open ? 'open' : state.redriving || (s.autoRedrive && state.backlog === 'waits') ? 'redriving' : state.waitingRetry > 0 ? 'retrying' : 'healthy';
 
 /** What happened to a lane: everything that changes its state, one event each. */
 export type LaneEvent =
