@@ -904,8 +904,19 @@ const deadLetters = async (): Promise<Array<Map<string, string>>> =>
  * The points of batches dead-lettered at the evaluation's 1 s limit, per receiver: `refused`, with
  * the limit's error and the default body (CONTRACT 4.7) — where the contract keeps them.
  */
+let limitReadAfter = '-';
 const readLimitRefusals = async (): Promise<void> => {
-  for (const f of await deadLetters()) {
+  // only what came since the last read: the settle loop calls this every half second, and a full
+  // read of every dead letter's body each time held the receivers' event loop (the slow receiver's
+  // answers passed the connector's timeout)
+  const fresh = await readRedis(async (c) =>
+    (await c.xrange(`connectors:${ID}:deadletter`, limitReadAfter === '-' ? '-' : `(${limitReadAfter}`, '+')).map(([id, fields]) => {
+      limitReadAfter = id;
+      const f = new Map<string, string>();
+      for (let i = 0; i + 1 < fields.length; i += 2) f.set(fields[i]!, fields[i + 1]!);
+      return f;
+    }));
+  for (const f of fresh) {
     const r = receivers.find((x) => x.url === f.get('url'));
     if (r === undefined || f.get('reason') !== 'refused' || f.get('error') !== `format: ${LIMIT_ERROR}` || f.get('body') === undefined) continue;
     for (const p of parseBody(f.get('body')!, undefined, {}).points) {
@@ -1017,7 +1028,8 @@ const run = async (): Promise<number> => {
   // the late receiver: everything produced after it was added, and the image as it is now (its next periodic interrogation brings it)
   const complete = (r: Receiver, image: Map<string, unknown>) =>
     r.late !== undefined ? coverage(r).lost === 0 && mismatches(r, image) === 0
-      : r.filter === undefined ? coverage(r).lost === 0 && inboundMissing(r) === 0 : coverage(r).lost === 0;
+      // every seq received (raw holds seqs below `produced` only) needs no count over them all
+      : r.filter === undefined ? (r.raw.size >= produced || (r.refusedAtLimit.size > 0 && coverage(r).lost === 0)) && inboundMissing(r) === 0 : coverage(r).lost === 0;
   const settled = async () => {
     await readLimitRefusals();
     const image = await readImage();
