@@ -23,6 +23,7 @@ export const REPORT_CASDU = 14;
 export const REPORT_SETTINGS = { deadband: [{ absolute: 0.5 }], maxSilenceSeconds: 5 };
 const POINTS = 40;
 const RATE = Number(process.env.CHAOS_REPORT_RATE ?? 100);
+const BURST_MS = 500;
 
 type Entry = { readonly id: string; readonly point: Record<string, unknown> };
 
@@ -34,9 +35,14 @@ const pointOf = (n: number, t: number): string => {
 };
 
 /**
- * Appends RATE entries a second until `producing()` is false. A write that fails (Redis killed, out
- * of memory, away) is not tried again: its marker is never used twice, so the stream, read after
- * the run, is what was written.
+ * Appends RATE entries a second, in bursts every BURST_MS, until `producing()` is false. A write
+ * that fails (Redis killed, out of memory, away) is not tried again: its marker is never used
+ * twice, so the stream, read after the run, is what was written.
+ *
+ * Bursts: entries every 10 ms made a batch of every 100 ms window for every webhook, in the quiet
+ * tail too — ten batches a second, more than the slow receiver (200–1500 ms an answer, four at a
+ * time) takes; its queue filled and the batches of a killed replica, claimed a minute into the
+ * tail, waited in its backlog behind a thousand others past the end of the run (seed 2202, twice).
  */
 export const produceReport = async (redisPort: number, producing: () => boolean): Promise<number> => {
   const redis = new Redis({ port: redisPort, host: '127.0.0.1', protocol: 2, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => 200 });
@@ -48,7 +54,7 @@ export const produceReport = async (redisPort: number, producing: () => boolean)
     const pipe = redis.pipeline();
     for (; n < due; n++) pipe.xadd('process:updates', '*', 'casdu', String(REPORT_CASDU), 'ioa', String(n % POINTS), 'source', 'chaos', 'data', pointOf(n, Date.now()));
     await pipe.exec().catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, BURST_MS));
   }
   redis.disconnect();
   return n;

@@ -51,7 +51,7 @@
  *
  * Environment: CHAOS_SECONDS (fault period, default 300), CHAOS_SEED (default: random, printed),
  * CHAOS_RATE (entries/s, default 1500), CHAOS_CLAIM_IDLE_MS (default 60000, the contract's),
- * CHAOS_SETTLE_SECONDS (default 240), CHAOS_FAULT_GAP_MS (pause between faults, `min,max`, default 3000,9000),
+ * CHAOS_SETTLE_SECONDS (default 240, from the last entry appended), CHAOS_FAULT_GAP_MS (pause between faults, `min,max`, default 3000,9000),
  * CHAOS_POST_RATE (inbound POSTs/s, default 50), CHAOS_JSONATA_STEPS (the jsonata receiver's slow
  * batches' steps, default 250000: on a machine loaded enough to stretch them past the 1 s limit of
  * CONTRACT 4.7 they are refused — dead-lettered with the limit's error and the default body, which
@@ -1024,7 +1024,8 @@ const run = async (): Promise<number> => {
   reportUntil = quietFrom + 10_000;
   say(`faults over: ${n} injected, ${produced} entries produced, ${posts.size} POSTs (${acknowledged().length} answered 200), ${main.restarts} outbound and ${inbound.restarts} inbound restarts; settling`);
 
-  const settleEnd = Date.now() + SETTLE_SECONDS * 1000;
+  // the settle period counts from the last entry appended (the report producer's tail is the last)
+  const settleEnd = reportUntil + SETTLE_SECONDS * 1000;
   // the late receiver: everything produced after it was added, and the image as it is now (its next periodic interrogation brings it)
   const complete = (r: Receiver, image: Map<string, unknown>) =>
     r.late !== undefined ? coverage(r).lost === 0 && mismatches(r, image) === 0
