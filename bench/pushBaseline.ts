@@ -19,7 +19,8 @@ process.on('SIGTERM', () => (stopping = true));
     if (reply === null) continue;
     const entries = reply[0]![1];
     last = entries[entries.length - 1]![0];
-    const body = JSON.stringify({ datapoints: entries.map(([, f]) => JSON.parse(f[f.indexOf('data') + 1]!) as unknown) });
+    // a Buffer, as the connector posts: given a string, axios runs JSON.parse on it for every request as a check
+    const body = Buffer.from(JSON.stringify({ datapoints: entries.map(([, f]) => JSON.parse(f[f.indexOf('data') + 1]!) as unknown) }));
     await Promise.all(urls.map((u) => client.post(u, body, { headers: { 'Content-Type': 'application/json' } }).catch(() => undefined)));
   }
   redis.disconnect();
