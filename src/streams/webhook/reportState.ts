@@ -118,9 +118,8 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
   /**
    * Twins (a cost, not a rule): a webhook whose rules are an earlier one's (the same settings
    * objects, `reportingOf`) and whose copy holds the same records (the same objects, nothing
-   * foreign) gets that one's decision — five subscribers of one rule set cost one decision. Both
-   * then write the same records, so they stay twins; a load or a conflict pairs them again.
-   * Undefined: to be paired before the next decision.
+   * foreign) gets that one's decision — five subscribers of one rule set cost one decision. Both then
+   * write the same records and stay twins; a load or a conflict pairs them again (undefined: to do).
    */
   let twins: Array<number | undefined> | undefined;
   const sameCopy = (a: Copy, b: Copy): boolean => {
