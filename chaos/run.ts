@@ -906,9 +906,9 @@ const deadLetters = async (): Promise<Array<Map<string, string>>> =>
  */
 let limitReadAfter = '-';
 const readLimitRefusals = async (): Promise<void> => {
-  // only what came since the last read: the settle loop calls this every half second, and a full
-  // read of every dead letter's body each time held the receivers' event loop (the slow receiver's
-  // answers passed the connector's timeout)
+  // only what came since the last read: the settle loop calls this every half second, and the dead
+  // letters hold whole bodies (megabytes to read and parse again each time, in the process that
+  // also runs the receivers)
   const fresh = await readRedis(async (c) =>
     (await c.xrange(`connectors:${ID}:deadletter`, limitReadAfter === '-' ? '-' : `(${limitReadAfter}`, '+')).map(([id, fields]) => {
       limitReadAfter = id;
