@@ -119,6 +119,10 @@ it('webhooks of the same rules and the same records share one decision; once one
   // a and b: one decision, one part (c's filter is another rule set: decided apart)
   expect(partsOf(first)).toEqual([[a.reporting[0]!.key, '1-0_1-1'], [a.reporting[1]!.key, '1-0_1-1'], [a.reporting[2]!.key, '1-0_1-0']]);
   expect(first.get(a.reporting[0]!.key)).toBe(first.get(a.reporting[1]!.key));
+  // the twin's writes went once in the script's arguments and landed in both states
+  const [ha, hb] = [await r.client.hgetall(reportedKey('c', 0)), await r.client.hgetall(reportedKey('c', 1))];
+  expect([hb['1:1'], hb['1:2'], hb['~']]).toEqual(['1-0\n10\n{}', '1-1\n20\n{}', `${a.reporting[1]!.digest} 1`]);
+  expect([ha['1:1'], ha['1:2']]).toEqual([hb['1:1'], hb['1:2']]);
   expect(partsOf(await run(a.state.record([e('2-0', 1, 10.2)], [])))).toEqual([[a.reporting[0]!.key, null], [a.reporting[1]!.key, null], [a.reporting[2]!.key, null]]);
   // b's state emptied by something else: b's copy is reset by the script's answer, a's is not — 10.3 is within a's deadband, b's first entry
   await r.client.hset(reportedKey('c', 1), '~', 'another');

@@ -51,12 +51,35 @@ export interface Candidate extends Reported {
   readonly entry: DecodedEntry;
 }
 
+/**
+ * An object's keys (but those `skip` names), sorted as `Array.prototype.sort` sorts strings: a few
+ * in place by insertion (no work array: this runs for every record written), many by `sort`.
+ */
+const sortedKeys = (o: Readonly<Record<string, unknown>>, skip?: ReadonlySet<string>): string[] => {
+  const keys: string[] = [];
+  for (const k of Object.keys(o)) if (skip === undefined || !skip.has(k)) keys.push(k);
+  if (keys.length > 16) return keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const k = keys[i]!;
+    let j = i - 1;
+    for (; j >= 0 && keys[j]! > k; j--) keys[j + 1] = keys[j]!;
+    keys[j + 1] = k;
+  }
+  return keys;
+};
+
+/** An object (but the keys `skip` names) as canonical JSON. */
+const canonicalObject = (o: Readonly<Record<string, unknown>>, skip?: ReadonlySet<string>): string => {
+  let out = '{';
+  for (const k of sortedKeys(o, skip)) out += `${out.length > 1 ? ',' : ''}${JSON.stringify(k)}:${canonical(o[k])}`;
+  return `${out}}`;
+};
+
 /** Canonical JSON: object keys sorted, at every depth; numbers as JavaScript writes them (so by value). */
 export const canonical = (u: unknown): string => {
   if (u === null || typeof u !== 'object') return JSON.stringify(u) ?? 'null';
   if (Array.isArray(u)) return `[${u.map(canonical).join(',')}]`;
-  const o = u as Record<string, unknown>;
-  return `{${Object.keys(o).sort().map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`).join(',')}}`;
+  return canonicalObject(u as Record<string, unknown>);
 };
 
 /** Two JSON values equal as JSON (numbers by value, object keys in any order). */
@@ -78,6 +101,9 @@ const othersOf = (o: Readonly<Record<string, unknown>>): number => {
 /** A stream ID's parts as numbers (exact up to 2^53 ms, some 285,000 years). */
 const idMs = (id: string): number => Number(id.slice(0, id.indexOf('-')));
 const idSeq = (id: string): number => Number(id.slice(id.indexOf('-') + 1));
+/** The key of a point whose address the decoder found integers (as canonical JSON writes them), else of its JSON values. */
+const pointKey = (e: DecodedEntry, point: Readonly<Record<string, unknown>>): string =>
+  e.casdu !== undefined && e.ioa !== undefined ? `${e.casdu}:${e.ioa}` : `${canonical(point.casdu)}:${canonical(point.ioa)}`;
 
 /** The entry as the rules see it; `point` is the data point object its JSON holds (parsed here when not given). */
 export const candidateOf = (e: DecodedEntry, point: Record<string, unknown> = JSON.parse(e.json) as Record<string, unknown>): Candidate => {
@@ -85,7 +111,7 @@ export const candidateOf = (e: DecodedEntry, point: Record<string, unknown> = JS
   const v = point.value;
   return {
     id: e.id, ms: idMs(e.id), seq: idSeq(e.id), has, v, num: typeof v === 'number' ? v : undefined, obj: point, others: -1,
-    point: `${canonical(point.casdu)}:${canonical(point.ioa)}`, entry: e,
+    point: pointKey(e, point), entry: e,
     // reportableOnce's memo, in the object's shape from the start
     memoLast: undefined, memoRules: undefined, memoAnswer: false,
   } as Candidate;
@@ -190,12 +216,7 @@ export const decide = (
  * object of the other fields as canonical JSON (the value empty when the entry had none; canonical
  * JSON never holds a raw line break, so the text splits back exactly).
  */
-export const encodeReported = (r: Reported): string => {
-  // no prototype: a field named `__proto__` is a field like any other
-  const rest = Object.create(null) as Record<string, unknown>;
-  for (const k in r.obj) if (!NOT_REST.has(k)) rest[k] = r.obj[k];
-  return `${r.id}\n${r.has ? canonical(r.v) : ''}\n${canonical(rest)}`;
-};
+export const encodeReported = (r: Reported): string => `${r.id}\n${r.has ? canonical(r.v) : ''}\n${canonicalObject(r.obj, NOT_REST)}`;
 
 /** A stored record; undefined for anything that is not one (a foreign or damaged field: the point counts as never reported). */
 export const decodeReported = (s: string): Reported | undefined => {

@@ -6,7 +6,8 @@
  * ARGV: first, last, the number of record fields, those field/value pairs, the number of points
  * checked, those points; then per webhook: its digest, the `~` value its copy was read at (`''`:
  * unsure, check the points), the SHA-1 of its copy's records of the points (when checked), the
- * number of its writes, those point/record pairs.
+ * number of its writes, those point/record pairs — or, for a twin of an earlier webhook m (1-based;
+ * the same decision, `reportState.ts`), `-m` and no pairs: m's writes are its writes.
  *
  * A webhook's `~` field is `{digest} {version}`: the version grows by one with every write, so a
  * process whose copy is current (it read or wrote the version it holds) needs no other check. A
@@ -61,8 +62,13 @@ for w = 1, #KEYS - 1 do
       conflicts[#conflicts + 1] = c
     end
   end
-  plan[w] = { key, digest, cur, i + 4, nw }
-  i = i + 4 + 2 * nw
+  if nw < 0 then
+    plan[w] = { key, digest, cur, plan[-nw][4], plan[-nw][5] }
+    i = i + 4
+  else
+    plan[w] = { key, digest, cur, i + 4, nw }
+    i = i + 4 + 2 * nw
+  end
 end
 if #conflicts > 0 then return conflicts end
 chunked('HSET', KEYS[1], ARGV, 1, 2)

@@ -199,7 +199,7 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
     const unsure = copies.some((c) => c.known === undefined);
     const points = unsure ? [...new Set(candidates.map((c) => c.point))] : [];
     const encoded = new Map<Candidate, string>();
-    const encode = (c: Candidate) => encoded.get(c) ?? (encoded.set(c, encodeReported(c)), encoded.get(c)!);
+    const encode = (c: Candidate) => encoded.get(c) ?? encoded.set(c, encodeReported(c)).get(c)!;
     const fields: string[] = parts.flatMap(([k, id]) => [`${first}#${k}`, id]);
     const result = new Map<string, { value: string; entries: DecodedEntry[] } | null>();
     let ids: string[] | undefined;
@@ -227,8 +227,9 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
         result.set(w.key, part);
       }
       const sha = copy.known !== undefined ? '' : createHash('sha1').update(points.map((p) => (copy.records.has(p) ? encodeReported(copy.records.get(p)!) : copy.foreign.get(p) ?? '')).join('\n')).digest('hex');
-      perWebhook.push(w.digest, copy.known ?? '', sha, String(d.writes.size));
-      for (const [p, c] of d.writes) perWebhook.push(p, encode(c));
+      // a twin's writes are its twin's, sent once (`-m`, reportScript.ts)
+      perWebhook.push(w.digest, copy.known ?? '', sha, String(twin !== undefined ? -(twin + 1) : d.writes.size));
+      if (twin === undefined) d.writes.forEach((c, p) => perWebhook.push(p, encode(c)));
     });
     forgetMemo(candidates);
     const args = [first, entries[entries.length - 1]!.id, String(fields.length / 2), ...fields, String(points.length), ...points, ...perWebhook];
@@ -238,10 +239,10 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
       const tildes = answer.slice(1) as string[];
       decided.forEach((d, n) => {
         const copy = copies[n]!;
-        for (const [p, c] of d.writes) {
+        d.writes.forEach((c, p) => {
           copy.records.set(p, c);
           copy.foreign.delete(p);
-        }
+        });
         const [before, after] = [tildes[2 * n]!, tildes[2 * n + 1]!];
         if (copy.known !== undefined) copy.known = after;
         else {
