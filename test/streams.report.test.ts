@@ -5,6 +5,7 @@ import {
   canonical, candidateOf, decide, decodePart, decodeReported, encodePart, encodeReported, forgetMemo, reportable, ruleFor, type Candidate, type Reported,
 } from '../src/streams/webhook/report';
 import { reference } from '../support/reportReference';
+import { decodeEntry } from '../src/streams/read/entries';
 
 /** One table per invariant of src/streams/webhook/report.ts, then the whole against a reference written from CONTRACT 4.8. */
 const entry = (id: string, point: Record<string, unknown>) => candidateOf({ id, json: JSON.stringify(point), casdu: point.casdu as number, ioa: point.ioa as number, type: point.type as number });
@@ -136,6 +137,13 @@ describe('report by exception (src/streams/webhook/report.ts)', () => {
     expect([c.point, c.num, encodeReported(c)]).toEqual(['20:7', 1.5, '1-0\n1.5\n{"quality":"good","source":"s"}']);
     expect(entry('1-0', { value: 1 }).point).toBe('null:null');
     expect(candidateOf({ id: '1-0', json: '{"casdu":"a","ioa":1.5,"value":1}' }).point).toBe('"a":1.5');
+    // as the decoder's entries give it (integers as numbers, the rest as its JSON), one integer and one not either way round
+    const keyOf = (json: string) => {
+      const d = decodeEntry({ id: '1-0', fields: ['data', json] }, true);
+      if (!d.ok) throw new Error(d.reason);
+      return candidateOf(d.entry, d.entry.point).point;
+    };
+    expect(['{"casdu":1,"ioa":"x"}', '{"casdu":"7","ioa":2}', '{"casdu":1.5,"ioa":2}', '{"casdu":3,"ioa":4}', '{"ioa":4}'].map(keyOf)).toEqual(['1:"x"', '"7":2', '1.5:2', '3:4', 'null:4']);
     // a key that is a prototype's name is a field like any other
     expect(encodeReported(candidateOf({ id: '1-0', json: '{"__proto__":{"x":1},"value":1}' }))).toBe('1-0\n1\n{"__proto__":{"x":1}}');
     expect(canonical({ b: [2, { d: 1, c: undefined }], a: 'x' })).toBe('{"a":"x","b":[2,{"c":null,"d":1}]}');
