@@ -193,8 +193,7 @@ export const redisReportState = (redis: Redis, connectorId: string, retryMs: num
   const attempt = async (entries: readonly DecodedEntry[], candidates: readonly Candidate[], parts: ReadonlyArray<readonly [string, string]>): Promise<ReportParts | undefined> => {
     // an unsure copy that saw no other writer for a while is read again: trusted whole after it
     await Promise.all(reporting.map((w, n) => (copies[n]!.known === undefined && copies[n]!.quiet >= QUIET_BATCHES ? loadOne(w, copies[n]!) : undefined)));
-    // the records read share objects across webhooks (twins again); kept beyond the reads, the texts would pile up read after read
-    interned = new Map();
+    interned = new Map(); // the reads share record objects (twins again); kept, the texts would pile up read after read
     const first = entries[0]!.id;
     const unsure = copies.some((c) => c.known === undefined);
     const points = unsure ? [...new Set(candidates.map((c) => c.point))] : [];
