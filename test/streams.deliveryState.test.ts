@@ -62,6 +62,19 @@ it('2: a mark retried while Redis is away lands before the acknowledgement that 
   expect(await client.hgetall(batchesKey('c'))).toEqual({});
 });
 
+it('3: the marks of the webhooks that answer together go in as few HSETs as landing each at once allows (one at once, the rest in the next)', async () => {
+  const { client } = r;
+  const state = redisDeliveryState(client, 'c', GROUP, 50);
+  await run(state.record(['1-0', '1-5']));
+  const hsets = async () => Number(/cmdstat_hset:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
+  const before = await hsets();
+  const keys = [0, 1, 2, 3].map((i) => webhookKey(i, `http://h${i}/`));
+  await Promise.all(keys.map((k) => run(state.markDone('1-0', k))));
+  expect(await hsets() - before).toBe(2);
+  const records = await run(redisDeliveryState(client, 'c', GROUP, 50).load());
+  expect([...records.get('1-0')!.done].sort()).toEqual([...keys].sort());
+});
+
 it('4: records of settled batches are forgotten; those of pending or newer entries are kept', async () => {
   const { client } = r;
   const state = redisDeliveryState(client, 'c', GROUP, 50);

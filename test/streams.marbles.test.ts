@@ -53,33 +53,55 @@ const memoryBacklog = (ts?: TestScheduler) => {
 const ok: WebhookResponse = { status: 200 };
 const fail: WebhookResponse = { status: 500 };
 
-describe('batches (bufferTime)', () => {
+describe('batches (bufferTime over chunks)', () => {
   it('closes a batch when the window ends', () => {
     newScheduler().run(({ cold, expectObservable }) => {
-      const src = cold<DecodedEntry>('a 15ms b 30ms |', { a: entry('a'), b: entry('b') });
+      const src = cold<readonly DecodedEntry[]>('a 15ms b 30ms |', { a: [entry('a')], b: [entry('b')] });
       expectObservable(src.pipe(batches(10, 100), (s) => s.pipe(mapIds()))).toBe('10ms x 9ms y 26ms |', { x: 'a', y: 'b' });
     });
   });
 
   it('closes a batch when it is full, and starts the next window then', () => {
     newScheduler().run(({ cold, expectObservable }) => {
-      const src = cold<DecodedEntry>('abcd 30ms |', { a: entry('a'), b: entry('b'), c: entry('c'), d: entry('d') });
+      const src = cold<readonly DecodedEntry[]>('abcd 30ms |', { a: [entry('a')], b: [entry('b')], c: [entry('c')], d: [entry('d')] });
       expectObservable(src.pipe(batches(10, 3), (s) => s.pipe(mapIds()))).toBe('--x 9ms y 21ms |', { x: 'abc', y: 'd' });
     });
   });
 
   it('emits nothing for empty windows, and nothing at all for a never-emitting source', () => {
     newScheduler().run(({ cold, expectObservable }) => {
-      expectObservable(cold<DecodedEntry>('100ms |').pipe(batches(10, 3))).toBe('100ms |');
-      expectObservable(cold<DecodedEntry>('-').pipe(batches(10, 3)), '^ 200ms !').toBe('');
+      expectObservable(cold<readonly DecodedEntry[]>('100ms |').pipe(batches(10, 3))).toBe('100ms |');
+      expectObservable(cold<readonly DecodedEntry[]>('-').pipe(batches(10, 3)), '^ 200ms !').toBe('');
     });
   });
 
   it('flushes the open batch when the source completes, and passes a source error on', () => {
     newScheduler().run(({ cold, expectObservable }) => {
-      expectObservable(cold<DecodedEntry>('a 3ms |', { a: entry('a') }).pipe(batches(10, 3), mapIds())).toBe('4ms (x|)', { x: 'a' });
-      expectObservable(cold<DecodedEntry>('a 3ms #', { a: entry('a') }).pipe(batches(10, 3), mapIds())).toBe('4ms #');
+      expectObservable(cold<readonly DecodedEntry[]>('a 3ms |', { a: [entry('a')] }).pipe(batches(10, 3), mapIds())).toBe('4ms (x|)', { x: 'a' });
+      expectObservable(cold<readonly DecodedEntry[]>('a 3ms #', { a: [entry('a')] }).pipe(batches(10, 3), mapIds())).toBe('4ms #');
     });
+  });
+
+  it('cuts a chunk where a batch is full: the rest goes on in the next window, which starts then', () => {
+    newScheduler().run(({ cold, expectObservable }) => {
+      const src = cold<readonly DecodedEntry[]>('a 4ms b 30ms |', { a: [entry('a'), entry('b')], b: [entry('c'), entry('d'), entry('e'), entry('f'), entry('g'), entry('h'), entry('i')] });
+      // b arrives at 5 ms: [a b c] is full at once, [d e f] too, [g h i] as well; the window begun at 5 ms then ends empty at 15 ms
+      expectObservable(src.pipe(batches(10, 3), mapIds())).toBe('5ms (xyz) 26ms |', { x: 'abc', y: 'def', z: 'ghi' });
+      // a window that ends with part of a chunk in it: [a b] at 10 ms; the next chunk fills none
+      expectObservable(cold<readonly DecodedEntry[]>('a 14ms b 30ms |', { a: [entry('a'), entry('b')], b: [entry('c')] }).pipe(batches(10, 3), mapIds())).toBe('10ms x 9ms y 25ms |', { x: 'ab', y: 'c' });
+    });
+  });
+
+  it('never emits a chunk array it was given: the batch owns its entries', () => {
+    const chunk = [entry('a'), entry('b')];
+    const got: Array<readonly DecodedEntry[]> = [];
+    newScheduler().run(({ cold, expectObservable }) => {
+      const src = cold<readonly DecodedEntry[]>('a 20ms |', { a: chunk });
+      expectObservable(src.pipe(batches(10, 3, undefined, (es) => (got.push(es), es.length)))).toBe('10ms x 10ms |', { x: 2 });
+    });
+    expect(got).toHaveLength(1);
+    expect(got[0]).not.toBe(chunk);
+    expect(got[0]!.map((e) => e.id)).toEqual(['a', 'b']);
   });
 
   it('keys the batch by its first and last stream IDs and serialises the body once', () => {
@@ -879,7 +901,7 @@ describe('regroup (stable webhook-id after a restart)', () => {
   const rec = (first: string, last: string) => [first, { first, last, done: new Set<string>() }] as const;
   const chunk = (replay: boolean, ids: string[], records?: Map<string, { first: string; last: string; done: Set<string> }>): ReadChunk => ({ entries: ids.map(raw), replay, ...(records ? { records } : {}) });
   const unitText = () => (s: Observable<import('../src/streams/read/regroup').Unit>) =>
-    s.pipe(map((u) => (u.kind === 'entry' ? u.entry.id : `${u.record ? 'R' : 'N'}[${u.entries.map((e) => e.id).join(',')}]`)));
+    s.pipe(map((u) => (u.kind === 'live' ? u.entries.map((e) => e.id).join(',') : `${u.record ? 'R' : 'N'}[${u.entries.map((e) => e.id).join(',')}]`)));
 
   it('re-forms replayed entries along recorded boundaries, across pages; unrecorded replayed entries form batches of their own', () => {
     newScheduler().run(({ cold, expectObservable }) => {

@@ -124,9 +124,16 @@ const recordedParts = (b: Batch): Array<readonly [string, string]> =>
   b.parts === undefined ? [] : [...b.parts].flatMap(([k, p]) => (p === null ? [] : [[k, p.webhookId] as const]));
 
 type Decoded = { ok: true; entry: DecodedEntry } | { ok: false; id: string; reason: string };
-type Item = { readonly kind: 'entry'; readonly d: Decoded } | { readonly kind: 'batch'; readonly ds: readonly Decoded[]; readonly record?: BatchRecord };
+/** Live entries as read (a chunk), decoded; or a replayed batch's. */
+type Item = { readonly kind: 'live'; readonly ds: readonly Decoded[] } | { readonly kind: 'batch'; readonly ds: readonly Decoded[]; readonly record?: BatchRecord };
 
 const isOk = (d: Decoded): d is Extract<Decoded, { ok: true }> => d.ok;
+/** The entries that decoded, in order. */
+const okEntries = (ds: readonly Decoded[]): DecodedEntry[] => {
+  const out: DecodedEntry[] = [];
+  for (const d of ds) if (d.ok) out.push(d.entry);
+  return out;
+};
 const decodeAll = (es: readonly StreamEntry[], keep: boolean): Decoded[] => es.map((e) => decodeEntry(e, keep));
 
 /**
@@ -141,31 +148,31 @@ export const pushPipeline$ = (o: PipelineOptions) => (chunks$: Observable<ReadCh
   return chunks$.pipe(
     regroup(o.maxSize),
     // the parsed points are kept only where report by exception (CONTRACT 4.8) compares them
-    map((u): Item => (u.kind === 'entry' ? { kind: 'entry', d: decodeEntry(u.entry, keep) } : { kind: 'batch', ds: decodeAll(u.entries, keep), ...(u.record ? { record: u.record } : {}) })),
+    map((u): Item => (u.kind === 'live' ? { kind: 'live', ds: decodeAll(u.entries, keep) } : { kind: 'batch', ds: decodeAll(u.entries, keep), ...(u.record ? { record: u.record } : {}) })),
     connect((items$) => {
       const keys = o.subscriptions.map((s) => s.key);
       const form = formBatch(o.subscriptions);
       const acked = (b: Batch) => o.state.ack(b.first, b.ids, keys).pipe(map((): PipelineEvent => ({ kind: 'acked', ids: b.ids, reason: 'done' })));
       const undecodable$ = items$.pipe(
-        // checked per item without an inner subscription: this runs for every entry read
-        filter((i) => (i.kind === 'entry' ? !i.d.ok : i.ds.some((d) => !d.ok))),
-        mergeMap((i) => (i.kind === 'entry' ? [i.d] : i.ds).filter((d): d is Extract<Decoded, { ok: false }> => !d.ok)),
+        // checked per chunk without an inner subscription: this runs for every chunk read
+        filter((i) => i.ds.some((d) => !d.ok)),
+        mergeMap((i) => i.ds.filter((d): d is Extract<Decoded, { ok: false }> => !d.ok)),
         mergeMap((d) => {
           o.onUndecodable(d.id, d.reason);
           // on its own: its record (if its batch has one) stays until the rest of the batch is done
           return o.state.ack(null, [d.id], []).pipe(map((): PipelineEvent => ({ kind: 'acked', ids: [d.id], reason: 'undecodable' })));
         }),
       );
+      // batches of live entries, carried a chunk at a time (CONTRACT 4.7 "Cost")
       const fresh$ = items$.pipe(
-        filter((i): i is Extract<Item, { kind: 'entry' }> => i.kind === 'entry'),
-        map((i) => i.d),
-        filter(isOk),
-        map((d) => d.entry),
+        filter((i): i is Extract<Item, { kind: 'live' }> => i.kind === 'live'),
+        map((i) => okEntries(i.ds)),
+        filter((es) => es.length > 0),
         batches(o.windowMs, o.maxSize, o.scheduler, (es) => es),
       );
       const replayed = items$.pipe(filter((i): i is Extract<Item, { kind: 'batch' }> => i.kind === 'batch'));
       const replayed$ = replayed.pipe(
-        map((i) => ({ entries: i.ds.filter(isOk).map((d) => d.entry), record: i.record })),
+        map((i) => ({ entries: okEntries(i.ds), record: i.record })),
         filter((r) => r.entries.length > 0),
       );
       // A recorded batch of which no entry decodes: nothing to send, but its record must go.

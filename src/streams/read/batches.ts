@@ -1,4 +1,4 @@
-import { bufferTime, filter, map, type OperatorFunction, type SchedulerLike, asyncScheduler } from 'rxjs';
+import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
 import type { DecodedEntry } from './entries';
 import type { BatchRecord } from './deliveryState';
 import type { EntryTrace } from '../../telemetry/tracing';
@@ -85,18 +85,61 @@ const tracesOf = (entries: readonly DecodedEntry[]): EntryTrace[] | undefined =>
 };
 
 /**
- * A batch closes `windowMs` after it opened or when it holds `maxSize` entries; `bufferTime`
- * emits `[]` for an empty window, which is dropped. On completion the open batch is flushed.
+ * Entries, arriving in chunks as read, into batches: `bufferTime(windowMs, null, maxSize)` over
+ * entries, carried a chunk at a time (CONTRACT 4.7 "Cost": nothing per entry between the read and
+ * the batch). A window starts at subscription and again whenever a batch closes; a batch closes
+ * when its window ends or when it holds `maxSize` entries (a chunk is cut there, and the rest goes
+ * on in the next window); an empty window emits nothing. On completion the open batch is flushed;
+ * an error passes on at once.
  */
-export function batches(windowMs: number, maxSize: number, scheduler?: SchedulerLike): OperatorFunction<DecodedEntry, Batch>;
-export function batches<T>(windowMs: number, maxSize: number, scheduler: SchedulerLike | undefined, form: (entries: readonly DecodedEntry[]) => T): OperatorFunction<DecodedEntry, T>;
+export function batches(windowMs: number, maxSize: number, scheduler?: SchedulerLike): OperatorFunction<readonly DecodedEntry[], Batch>;
+export function batches<T>(windowMs: number, maxSize: number, scheduler: SchedulerLike | undefined, form: (entries: readonly DecodedEntry[]) => T): OperatorFunction<readonly DecodedEntry[], T>;
 export function batches<T>(
   windowMs: number, maxSize: number, scheduler: SchedulerLike = asyncScheduler, form: (entries: readonly DecodedEntry[]) => T = toBatch as unknown as (entries: readonly DecodedEntry[]) => T,
-): OperatorFunction<DecodedEntry, T> {
+): OperatorFunction<readonly DecodedEntry[], T> {
   return (source) =>
-    source.pipe(
-      bufferTime(windowMs, null, maxSize, scheduler),
-      filter((b) => b.length > 0),
-      map((entries) => form(entries)),
-    );
+    new Observable<T>((subscriber) => {
+      const max = Math.max(1, maxSize);
+      let open: DecodedEntry[] = [];
+      let window: Subscription | undefined;
+      const startWindow = () => {
+        window?.unsubscribe();
+        window = scheduler.schedule(() => {
+          window = undefined;
+          close();
+        }, windowMs);
+      };
+      /** Emits the open batch (if any) and starts the next window. */
+      const close = () => {
+        const entries = open;
+        open = [];
+        startWindow();
+        if (entries.length > 0) subscriber.next(form(entries));
+      };
+      startWindow();
+      const sub = source.subscribe({
+        next: (chunk) => {
+          let at = 0;
+          while (at < chunk.length) {
+            const take = Math.min(max - open.length, chunk.length - at);
+            if (at === 0 && take === chunk.length && open.length === 0) open = chunk.slice();
+            else for (let i = at; i < at + take; i++) open.push(chunk[i]!);
+            at += take;
+            if (open.length >= max) close();
+          }
+        },
+        error: (err) => subscriber.error(err),
+        complete: () => {
+          window?.unsubscribe();
+          window = undefined;
+          if (open.length > 0) subscriber.next(form(open));
+          open = [];
+          subscriber.complete();
+        },
+      });
+      return () => {
+        sub.unsubscribe();
+        window?.unsubscribe();
+      };
+    });
 }

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { defer, map, type Observable } from 'rxjs';
 import { safeUrl } from '../../config/urls';
 import { batchesKey, UPDATES_STREAM } from '../../mapping/keys';
+import { groupCommit } from '../store/groupCommit';
 import { persist } from '../store/persist';
 import { compareIds } from '../store/streamIds';
 
@@ -101,6 +102,7 @@ export const redisDeliveryState = (
   const recordWrite = <A>(write: () => Promise<A>) => persist(retryMs, write, (err) => onWriteError('delivery record', err));
   const ackWrite = <A>(write: () => Promise<A>) => persist(retryMs, write, (err) => onWriteError('acknowledgement', err));
   const key = batchesKey(connectorId);
+  const marks = groupCommit(retryMs, (fields: readonly string[]) => redis.hset(key, ...fields.flatMap((f) => [f, '1'])), (err) => onWriteError('delivery record', err));
   /** Mark and part fields loaded for a batch (of webhooks the current configuration may not know): deleted with it. */
   const loadedMarks = new Map<string, readonly string[]>();
   /** A record's mark and part fields. */
@@ -121,7 +123,8 @@ export const redisDeliveryState = (
       ),
     record: (ids, parts = []) =>
       recordWrite(() => redis.hset(key, ids[0]!, ids[ids.length - 1]!, ...parts.flatMap(([k, id]) => [`${ids[0]!}#${k}`, id]))),
-    markDone: (first, webhook) => recordWrite(() => redis.hset(key, `${first}|${webhook}`, '1')),
+    // one HSET for the marks asked for while the one before was on its way (`groupCommit`)
+    markDone: (first, webhook) => marks(`${first}|${webhook}`),
     ack: (first, ids, keys) =>
       ackWrite(async () => {
         const tx = redis.multi();

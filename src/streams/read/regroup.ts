@@ -5,12 +5,12 @@ import { compareIds } from '../store/streamIds';
 import type { ReadChunk } from './reader';
 
 /**
- * A live entry, to batch as usual; or re-delivered entries (own pending, claimed) as a batch of
+ * Live entries (a chunk as read, never empty), to batch as usual; or re-delivered entries (own pending, claimed) as a batch of
  * their own: with its `record` when they were batched before (same entries, same webhook-id, and
  * the webhooks that already have it), without one when they never went out.
  */
 export type Unit =
-  | { readonly kind: 'entry'; readonly entry: StreamEntry }
+  | { readonly kind: 'live'; readonly entries: readonly StreamEntry[] }
   | { readonly kind: 'batch'; readonly entries: readonly StreamEntry[]; readonly record?: BatchRecord };
 
 /**
@@ -43,7 +43,8 @@ export const regroup = (maxSize: number): OperatorFunction<ReadChunk, Unit> => (
         if (!chunk.replay) {
           close();
           flushLoose();
-          for (const e of chunk.entries) subscriber.next({ kind: 'entry', entry: e });
+          // a chunk at a time: nothing is carried per entry (CONTRACT 4.7 "Cost")
+          if (chunk.entries.length > 0) subscriber.next({ kind: 'live', entries: chunk.entries });
           return;
         }
         if (chunk.source !== source) {
