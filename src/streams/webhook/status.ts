@@ -128,10 +128,16 @@ export const laneObserver = (
           : 'webhook state changed',
       );
     }
+    const shownBefore = status.state;
+    const backlogBefore = status.backlog;
     Object.assign(status, s, { backlog: deps.backlogSize() });
-    for (const [st, gauge] of stateGauges) gauge.set(st === s.state ? 1 : 0);
-    backlogGauge.set(status.backlog);
+    // the gauges only when what they show changed: this runs for every request begun and ended, and
+    // prom-client hashes a child's labels on every set
+    if (s.state !== shownBefore || !gaugesSet) for (const [st, gauge] of stateGauges) gauge.set(st === s.state ? 1 : 0);
+    if (status.backlog !== backlogBefore || !gaugesSet) backlogGauge.set(status.backlog);
+    gaugesSet = true;
   };
+  let gaugesSet = false;
   setState({ state: 'healthy', consecutiveFailures: 0, inFlight: 0, queued: 0 });
   /** The backlog's size as the backlog now knows it: after an append, and after each periodic scan. */
   const backlogChanged = () => {
