@@ -82,4 +82,19 @@ describe('groupCommit (the marks of a batch in as few writes as landing each at 
     await new Promise((r) => setTimeout(r, 40));
     expect(calls).toHaveLength(3);
   });
+
+  it('a write that throws at once counts as failed and is tried again: the queue never stays busy', async () => {
+    let calls = 0;
+    const errors: unknown[] = [];
+    const commit = groupCommit(10, () => {
+      calls++;
+      if (calls === 1) throw new Error('thrown');
+      return Promise.resolve();
+    }, (e) => errors.push(e));
+    await lastValueFrom(commit('a'), { defaultValue: undefined });
+    expect(calls).toBe(2);
+    expect(errors.map((e) => (e as Error).message)).toEqual(['thrown']);
+    await lastValueFrom(commit('b'), { defaultValue: undefined });
+    expect(calls).toBe(3);
+  });
 });

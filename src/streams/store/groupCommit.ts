@@ -25,7 +25,8 @@ export const groupCommit = <I>(retryMs: number, write: (items: readonly I[]) => 
       return;
     }
     busy = true;
-    write(group.map((w) => w.item)).then(
+    // a write that throws at once is a failed write too: never one that leaves the queue busy for ever
+    new Promise((resolve) => resolve(write(group.map((w) => w.item)))).then(
       () => {
         for (const w of group) if (!w.cancelled) w.done();
         next();
