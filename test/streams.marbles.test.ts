@@ -89,6 +89,8 @@ describe('batches (bufferTime over chunks)', () => {
       expectObservable(src.pipe(batches(10, 3), mapIds())).toBe('5ms (xyz) 26ms |', { x: 'abc', y: 'def', z: 'ghi' });
       // a window that ends with part of a chunk in it: [a b] at 10 ms; the next chunk fills none
       expectObservable(cold<readonly DecodedEntry[]>('a 14ms b 30ms |', { a: [entry('a'), entry('b')], b: [entry('c')] }).pipe(batches(10, 3), mapIds())).toBe('10ms x 9ms y 25ms |', { x: 'ab', y: 'c' });
+      // a chunk that fills the open batch and leaves less than a batch: the rest waits for its window
+      expectObservable(cold<readonly DecodedEntry[]>('a 4ms b 30ms |', { a: [entry('a'), entry('b')], b: [entry('c'), entry('d'), entry('e')] }).pipe(batches(10, 3), mapIds())).toBe('5ms x 9ms y 20ms |', { x: 'abc', y: 'de' });
     });
   });
 
