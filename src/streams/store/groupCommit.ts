@@ -10,8 +10,7 @@ import { Observable } from 'rxjs';
  * unsubscribed is not tried again (the stop deadline).
  *
  * Used for the marks of webhooks that have a batch (CONTRACT 4.3, `DeliveryState.markDone`): the
- * webhooks of one batch mostly answer within a millisecond of each other, and their marks were one
- * write each.
+ * webhooks of one batch often answer close together, and their marks were one write each.
  */
 export const groupCommit = <I>(retryMs: number, write: (items: readonly I[]) => Promise<unknown>, failed: (err: unknown) => void = () => undefined) => {
   type Waiter = { readonly item: I; readonly done: () => void; cancelled: boolean };
