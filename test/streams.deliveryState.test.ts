@@ -54,11 +54,18 @@ it('2: a mark retried while Redis is away lands before the acknowledgement that 
   const id = (await client.xadd('process:updates', '*', 'data', '{}'))!;
   await run(state.record([id]));
   await redis.stop();
-  const mark = run(state.markDone(id, '0 http://a/'));
-  await new Promise((r) => setTimeout(r, 300));
+  let landed = 0;
+  const mark = run(state.markDone(id, '0 http://a/')).then(() => landed++);
+  await new Promise((r) => setTimeout(r, 50));
+  // asked for while the first waits for Redis: it goes with the first's next try (group commit)
+  const second = run(state.markDone(id, '1 http://b/')).then(() => landed++);
+  await new Promise((r) => setTimeout(r, 250));
+  expect(landed).toBe(0); // the fault took effect: nothing lands while Redis is away
   await redis.start();
-  await mark; // the pipeline acknowledges only after this
-  await run(state.ack(id, [id], ['0 http://a/']));
+  await Promise.all([mark, second]); // the pipeline acknowledges only after this
+  expect(landed).toBe(2);
+  expect(await client.hgetall(batchesKey('c'))).toEqual({ [id]: id, [`${id}|0 http://a/`]: '1', [`${id}|1 http://b/`]: '1' });
+  await run(state.ack(id, [id], ['0 http://a/', '1 http://b/']));
   expect(await client.hgetall(batchesKey('c'))).toEqual({});
 });
 

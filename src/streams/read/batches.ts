@@ -122,8 +122,7 @@ export function batches<T>(
           let at = 0;
           while (at < chunk.length) {
             const take = Math.min(max - open.length, chunk.length - at);
-            if (at === 0 && take === chunk.length && open.length === 0) open = chunk.slice();
-            else for (let i = at; i < at + take; i++) open.push(chunk[i]!);
+            for (let i = at; i < at + take; i++) open.push(chunk[i]!);
             at += take;
             if (open.length >= max) close();
           }

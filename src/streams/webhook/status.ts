@@ -118,6 +118,8 @@ export const laneObserver = (
     return c;
   };
   let lastSkippedLog: number | undefined;
+  /** The gauges were set once (the board starts as healthy: the first state set is no change). */
+  let gaugesSet = false;
   const setState = (s: LaneStatus) => {
     if (s.state !== status.state) {
       const level = s.state === 'open' || s.state === 'disabled' ? 'error' : s.state === 'healthy' ? 'info' : 'warn';
@@ -137,7 +139,6 @@ export const laneObserver = (
     if (status.backlog !== backlogBefore || !gaugesSet) backlogGauge.set(status.backlog);
     gaugesSet = true;
   };
-  let gaugesSet = false;
   setState({ state: 'healthy', consecutiveFailures: 0, inFlight: 0, queued: 0 });
   /** The backlog's size as the backlog now knows it: after an append, and after each periodic scan. */
   const backlogChanged = () => {
