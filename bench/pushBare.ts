@@ -9,6 +9,13 @@
  * as the connector's `MaxInFlight`), and acknowledges a batch's entries once every receiver answered.
  * What it leaves out is what the contract adds: retries, backlog, records, status, metrics, logs.
  *
+ * BARE_CONTRACT=1 (push-formats with BENCH_FLOOR=1; informational, not the target's baseline): the
+ * same, plus only the writes and checks CONTRACT 4.2/4.3 make every connector do, plainly — each
+ * entry's `data` parsed and checked to be an object (one that is not is acknowledged on its own,
+ * not sent), the batch recorded (`HSET`) before it goes out, each webhook's 2xx but the last
+ * recorded as it comes (`HSET`), and the acknowledgement with the record's deletion in one
+ * `MULTI`. What ours costs above this is what our code adds beyond the mandated work.
+ *
  * argv: redis port, format, receiver URLs…; sends 'ready' once its group exists.
  */
 import axios from 'axios';
@@ -29,6 +36,8 @@ const MAX_POINTS = 1000;
 const MAX_IN_FLIGHT = 4;
 const RECORDS = process.env.BARE_JSONATA ?? '';
 const expression = format === 'jsonata' ? jsonata(RECORDS) : undefined;
+const CONTRACT = process.env.BARE_CONTRACT === '1';
+const RECORDS_KEY = 'connectors:bare:batches';
 let stopping = false;
 process.on('SIGTERM', () => (stopping = true));
 
@@ -83,8 +92,18 @@ const flush = async (ids: string[], points: string[]) => {
   try {
     const { body, type, gzip } = await render(points);
     const headers = { 'Content-Type': type, 'webhook-id': `${ids[0]}_${ids[ids.length - 1]}`, ...(gzip ? { 'Content-Encoding': 'gzip' } : {}) };
-    await Promise.all(urls.map((u) => client.post(u, body, { headers }).catch(() => undefined)));
-    await redis.xack('process:updates', GROUP, ...ids);
+    if (!CONTRACT) {
+      await Promise.all(urls.map((u) => client.post(u, body, { headers }).catch(() => undefined)));
+      await redis.xack('process:updates', GROUP, ...ids);
+      return;
+    }
+    const first = ids[0]!;
+    await redis.hset(RECORDS_KEY, first, ids[ids.length - 1]!);
+    let answered = 0;
+    await Promise.all(urls.map((u, k) => client.post(u, body, { headers }).catch(() => undefined).then(async () => {
+      if (++answered < urls.length) await redis.hset(RECORDS_KEY, `${first}|${k}`, '1');
+    })));
+    await redis.multi().xack('process:updates', GROUP, ...ids).hdel(RECORDS_KEY, first, ...urls.map((_, k) => `${first}|${k}`)).exec();
   } finally {
     free();
   }
@@ -106,9 +125,19 @@ const flush = async (ids: string[], points: string[]) => {
     const wait = ids.length === 0 ? 500 : Math.max(1, opened + WINDOW_MS - Date.now());
     const reply = (await redis.xreadgroup('GROUP', GROUP, 'bare-1', 'COUNT', MAX_POINTS, 'BLOCK', wait, 'STREAMS', 'process:updates', '>')) as Array<[string, Array<[string, string[]]>]> | null;
     for (const [id, f] of reply?.[0]?.[1] ?? []) {
+      const data = f[f.indexOf('data') + 1]!;
+      if (CONTRACT) {
+        const p = JSON.parse(data) as unknown;
+        if (p === null || typeof p !== 'object' || Array.isArray(p)) {
+          void redis.xack('process:updates', GROUP, id);
+          continue;
+        }
+        // (the connector fills casdu, ioa and source from the entry's fields where data lacks them)
+        if (!('casdu' in p) || !('ioa' in p) || !('source' in p)) throw new Error('the bench writes complete points');
+      }
       if (ids.length === 0) opened = Date.now();
       ids.push(id);
-      points.push(f[f.indexOf('data') + 1]!);
+      points.push(data);
       if (ids.length >= MAX_POINTS) close();
     }
     if (ids.length > 0 && Date.now() >= opened + WINDOW_MS) close();

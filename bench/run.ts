@@ -380,7 +380,7 @@ const wantedOf = (k: number, n: number, produced: number): number => {
 };
 
 /** One push run at a fixed rate: ours (the outbound connector), the bare loop, or the bare pipeline of push-formats (`shape.bare`). */
-export const pushRun = async (r: Redises, who: 'ours' | 'baseline' | 'bare' | 'before', rate: number, deadFirst: boolean, shape: PushShape = FIVE): Promise<PushFigures> => {
+export const pushRun = async (r: Redises, who: 'ours' | 'baseline' | 'bare' | 'before' | 'floor', rate: number, deadFirst: boolean, shape: PushShape = FIVE): Promise<PushFigures> => {
   await r.client.flushall();
   const ports = await Promise.all(Array.from({ length: shape.webhooks }, () => freePort()));
   const live = deadFirst ? ports.slice(1) : ports;
@@ -399,9 +399,12 @@ export const pushRun = async (r: Redises, who: 'ours' | 'baseline' | 'bare' | 'b
     }, who === 'before' ? process.env.BENCH_BEFORE_CLI : undefined);
     await waitReady(`http://127.0.0.1:${port}/health/ready`);
     for (let i = 0; i < 100 && (await r.client.exists('process:updates')) === 0; i++) await sleep(50);
-  } else if (who === 'bare') {
+  } else if (who === 'bare' || who === 'floor') {
     if (shape.bare === undefined) throw new Error('a bare run needs its format');
-    server = startScript('pushBare.js', [String(r.port), shape.bare.format, ...urls], shape.bare.expression === undefined ? {} : { BARE_JSONATA: shape.bare.expression });
+    // 'floor': the bare pipeline plus the contract's mandated checks and writes (BARE_CONTRACT, informational)
+    server = startScript('pushBare.js', [String(r.port), shape.bare.format, ...urls], {
+      ...(shape.bare.expression === undefined ? {} : { BARE_JSONATA: shape.bare.expression }), ...(who === 'floor' ? { BARE_CONTRACT: '1' } : {}),
+    });
     await nextMessage(server);
   } else {
     server = startScript('pushBaseline.js', [String(r.port), ...urls]);
