@@ -47,13 +47,16 @@ it('every value, tag and timestamp as written, across an InfluxDB outage that op
     n += 3;
   };
   await keepProducingUntil(more, async () => (await webhookStates(base))[0]!.state === 'open', 'the circuit to open');
-  const circuit = async () => (await backlogEntries(r.client, 'influx')).filter((e) => e.reason === 'circuit');
-  await keepProducingUntil(more, async () => (await circuit()).length >= 3, 'three batches in the backlog as circuit');
+  // batches that went to the backlog without an attempt. (A `circuit` entry can have attempts too: one
+  // appended behind older backlog before the circuit opened is redriven, fails again and stays with
+  // its attempts grown, CONTRACT 4.4 — asserting that every one has none made this test flaky.)
+  const unattempted = async () => (await backlogEntries(r.client, 'influx')).filter((e) => e.reason === 'circuit' && e.attempts === '0');
+  await keepProducingUntil(more, async () => (await unattempted()).length >= 3, 'three batches in the backlog as circuit, without an attempt');
   // the fault took effect: the circuit is open and the backlog holds batches that never had an attempt
   expect((await webhookStates(base))[0]!.state).toBe('open');
   const entries = await backlogEntries(r.client, 'influx');
   expect(entries.filter((e) => e.reason === 'exhausted').length).toBeGreaterThanOrEqual(2);
-  expect((await circuit()).every((e) => e.attempts === '0')).toBe(true);
+  expect((await unattempted()).length).toBeGreaterThanOrEqual(3);
   // each holds the body its webhook takes: line protocol, never the default JSON body
   for (const e of entries) {
     expect([e.reason, e.contentType]).toEqual([e.reason, 'text/plain; charset=utf-8']);
