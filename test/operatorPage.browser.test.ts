@@ -1,11 +1,18 @@
 /// <reference lib="dom" />
 import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { Connector, eventually } from './helpers/cli';
 import { request } from './helpers/http';
 import { Receiver } from './helpers/receiver';
 import { freePort, privateRedis } from './helpers/redis';
+
+/**
+ * Where the pictures of the docs are taken: docs/images with UPDATE_SCREENSHOTS=1 (to refresh them),
+ * else a temporary directory — a test run does not rewrite tracked files.
+ */
+const PICTURES = process.env.UPDATE_SCREENSHOTS === '1' ? join(__dirname, '..', 'docs', 'images') : join(tmpdir(), 'rest-connectors-screenshots');
 
 /**
  * CONTRACT 6.8 in a real browser: Debian's Chromium driven by playwright-core against the CLI's own
@@ -81,7 +88,8 @@ it('sign-in: the key is asked for, kept in sessionStorage only (no cookie, no lo
   const { context, page } = await open(base);
   const bearer: string[] = [];
   page.on('request', (req) => void (req.headers().authorization !== undefined && bearer.push(req.headers().authorization!)));
-  await expect(page.getByLabel('API key').isVisible()).resolves.toBe(true);
+  // the form comes once the page has learnt that a key is needed: waited for, not looked at once
+  await page.getByLabel('API key').waitFor({ state: 'visible', timeout: 15000 });
   await signIn(page, 'key-op');
   await page.getByRole('table', { name: 'Webhooks' }).waitFor();
   expect(await page.evaluate(() => [sessionStorage.getItem('rest-connector-api-key'), localStorage.length, document.cookie])).toEqual(['key-op', 0, '']);
@@ -158,11 +166,11 @@ it('Interrogate, from the keyboard alone, reaches the receiver with Webhook-Caus
   await eventually(() => hook.requests.find((x) => x.headers['webhook-cause'] === 'interrogation'), 15000, 'the interrogation at the receiver');
   expect(await page.getByRole('status').textContent()).toBe('interrogation of webhook 0 queued');
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(400);
-  mkdirSync(join(__dirname, '..', 'docs', 'images'), { recursive: true });
+  mkdirSync(PICTURES, { recursive: true });
   await page.setViewportSize({ width: 1000, height: 600 });
   // the picture for the docs: the table scrolled back to its start
   await page.evaluate(() => document.querySelectorAll('.scroll').forEach((e) => (e.scrollLeft = 0)));
-  await page.screenshot({ path: join(__dirname, '..', 'docs', 'images', 'operator-page-outbound.png') });
+  await page.screenshot({ path: join(PICTURES, 'operator-page-outbound.png') });
   await context.close();
 });
 
@@ -218,6 +226,7 @@ it('inbound: the Mappings table, and Try a payload shows what a POST would write
   expect((await r.client.keys('*')).sort()).toEqual(before);
   expect(await page.evaluate(() => (window as unknown as { hit?: number }).hit)).toBeUndefined();
   await page.setViewportSize({ width: 1000, height: 700 });
-  await page.screenshot({ path: join(__dirname, '..', 'docs', 'images', 'operator-page-inbound.png') });
+  mkdirSync(PICTURES, { recursive: true });
+  await page.screenshot({ path: join(PICTURES, 'operator-page-inbound.png') });
   await context.close();
 });
