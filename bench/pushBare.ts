@@ -127,7 +127,12 @@ const flush = async (ids: string[], points: string[]) => {
     for (const [id, f] of reply?.[0]?.[1] ?? []) {
       const data = f[f.indexOf('data') + 1]!;
       if (CONTRACT) {
-        const p = JSON.parse(data) as unknown;
+        let p: unknown;
+        try {
+          p = JSON.parse(data);
+        } catch {
+          p = null;
+        }
         if (p === null || typeof p !== 'object' || Array.isArray(p)) {
           void redis.xack('process:updates', GROUP, id);
           continue;
